@@ -1,0 +1,101 @@
+"""The registry of games. Keys are stable: they are stored in databases and sent on the wire."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from . import boards
+from .boards import Board
+from .core import Game
+from .errors import UnknownGame
+from .hadron import HadronPosition
+from .hexifact import AFTER_PLACING, ONCE_PER_STONE, HexifactPosition
+from .options import Option
+from .xodd import XoddPosition
+
+RULES_VERSION = "1"
+
+HEXIFACT_BOARDS: dict[str, tuple[str, int]] = {
+    "hex3-4": ("limping", 3),
+    "hex4": ("hexhex", 4),
+    "hex4-5": ("limping", 4),
+    "hex5": ("hexhex", 5),
+    "hex5-6": ("limping", 5),
+}
+
+
+def _hexifact_board(options: Mapping[str, int | str]) -> Board:
+    shape, n = HEXIFACT_BOARDS[str(options["board"])]
+    return boards.hexhex(n) if shape == "hexhex" else boards.limping(n)
+
+
+XODD = Game(
+    key="xodd",
+    name="Xodd",
+    players=("Black", "White"),
+    stone_chars=("B", "W"),
+    options=(Option("size", "int", 9, "side of the square board (9..13 recommended)", 2, 26),),
+    rules_version=RULES_VERSION,
+    summary_text="Drop one or two stones of either colour; the group count must end odd; "
+    "fewer own groups wins.",
+    make_board=lambda o: boards.square(int(o["size"])),
+    make_position=lambda b, o: XoddPosition(b),
+    load_position=lambda b, o, chars, ply, f: XoddPosition.from_fields(b, chars, ply, f),
+)
+
+YODD = Game(
+    key="yodd",
+    name="Yodd",
+    players=("Black", "White"),
+    stone_chars=("B", "W"),
+    options=(Option("size", "int", 6, "base of the hexhex board (6..9 recommended)", 2, 13),),
+    rules_version=RULES_VERSION,
+    summary_text="Xodd on a hexagonal board.",
+    make_board=lambda o: boards.hexhex(int(o["size"])),
+    make_position=lambda b, o: XoddPosition(b),
+    load_position=lambda b, o, chars, ply, f: XoddPosition.from_fields(b, chars, ply, f),
+)
+
+HADRON = Game(
+    key="hadron",
+    name="Hadron",
+    players=("Red", "Blue"),
+    stone_chars=("R", "B"),
+    options=(Option("size", "int", 5, "side of the square board (odd sizes are standard)",
+                    3, 26),),
+    rules_version=RULES_VERSION,
+    summary_text="Place where your and your opponent's neighbouring tiles are equal in "
+    "number; the last to place wins.",
+    make_board=lambda o: boards.square(int(o["size"])),
+    make_position=lambda b, o: HadronPosition(b),
+    load_position=lambda b, o, chars, ply, f: HadronPosition.from_fields(b, chars, ply, f),
+)
+
+HEXIFACT = Game(
+    key="hexifact",
+    name="Hexifact",
+    players=("Black", "White"),
+    stone_chars=("B", "W"),
+    options=(
+        Option("board", "choice", "hex3-4", "board shape", choices=tuple(HEXIFACT_BOARDS)),
+        Option("jumps", "choice", AFTER_PLACING, "when a stone may jump",
+               choices=(AFTER_PLACING, ONCE_PER_STONE)),
+    ),
+    rules_version=RULES_VERSION,
+    summary_text="Place next to the opponent or jump over their stones; score the product "
+    "of your two largest groups.",
+    make_board=_hexifact_board,
+    make_position=lambda b, o: HexifactPosition(b, str(o["jumps"])),
+    load_position=lambda b, o, chars, ply, f: HexifactPosition.from_fields(
+        b, chars, ply, f, str(o["jumps"])),
+)
+
+GAMES: Mapping[str, Game] = {g.key: g for g in (XODD, YODD, HADRON, HEXIFACT)}
+
+
+def get_game(key: str) -> Game:
+    """The registered game called ``key``; UnknownGame (a ValueError) names the known ones."""
+    try:
+        return GAMES[key]
+    except (KeyError, TypeError):
+        raise UnknownGame(f"unknown game {key!r} (known: {', '.join(GAMES)})") from None
