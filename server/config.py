@@ -1,0 +1,49 @@
+"""Server settings: defaults, command-line flags and environment variables in one place."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def default_data_dir() -> Path:
+    """``$TESSERA_DATA`` or ``./data``: where the SQLite file lives by default."""
+    return Path(os.environ.get("TESSERA_DATA", "data"))
+
+
+def default_db_url(data_dir: Path | None = None) -> str:
+    """``$TESSERA_DB`` or a SQLite file in the data directory."""
+    env = os.environ.get("TESSERA_DB")
+    if env:
+        return env
+    path = (data_dir or default_data_dir()) / "tessera.db"
+    return f"sqlite+aiosqlite:///{path}"
+
+
+@dataclass
+class Settings:
+    """Everything an operator can tune. See ``tessera serve --help``."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    db_url: str = field(default_factory=default_db_url)
+    sqlite_synchronous: str = "FULL"  # FULL: an acknowledged move survives power loss
+    max_frame_bytes: int = 16 * 1024
+    # requests per second per connection and per account (token buckets)
+    conn_rate: float = 20.0
+    conn_burst: float = 40.0
+    account_rate: float = 40.0
+    account_burst: float = 80.0
+    chat_rate: float = 1.0
+    chat_burst: float = 5.0
+    out_queue_frames: int = 256  # a client that lets more pile up is disconnected
+    ping_interval: float | None = 20.0
+    ping_timeout: float | None = 20.0
+    origins: list[str] | None = None  # None: no browser Origin allowed (non-browser clients ok)
+    grace_ms: int = 30_000  # an absent opponent may be claimed against after this
+    login_lockout_after: int = 5
+    login_lockout_base_s: float = 30.0
+    seek_ttl_s: float = 3600.0
+    server_name: str = "tessera"
+    event_log_limit: int = 4096  # events kept in memory per game for resume
