@@ -1,0 +1,394 @@
+"""Match records: text and JSON round-trips, tolerant parsing, clear errors, verification."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import replace
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import engine
+from clients.records import (
+    MatchRecord,
+    RecordError,
+    RecordMove,
+    format_clock,
+    format_record,
+    format_time_control,
+    from_dict,
+    from_json,
+    parse_clock,
+    parse_record,
+    parse_time_control,
+    record_from_state,
+    to_dict,
+    to_json,
+    utc_date,
+    verify,
+)
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "RECORDS.md"
+
+CONFIGS: list[tuple[str, dict[str, Any]]] = [
+    ("xodd", {"size": 3}), ("xodd", {"size": 5}), ("xodd", {}),
+    ("yodd", {"size": 2}), ("yodd", {"size": 3}), ("yodd", {}),
+    ("hadron", {"size": 3}), ("hadron", {}), ("hadron", {"size": 7}),
+    ("hexifact", {}), ("hexifact", {"board": "hex4", "jumps": "once-per-stone"}),
+    ("hexifact", {"board": "hex5-6"}),
+]
+
+TIME_CONTROLS = st.one_of(
+    st.just({"kind": "unlimited"}),
+    st.builds(lambda b, i: {"kind": "fischer", "base_ms": b, "increment_ms": i},
+              st.integers(0, 10**8), st.integers(0, 10**6)),
+    st.builds(lambda p: {"kind": "per_move", "per_move_ms": p}, st.integers(1, 10**7)),
+    st.builds(lambda d: {"kind": "correspondence", "days_per_move": d}, st.integers(1, 60)),
+)
+NAMES = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=12)
+DATES = st.datetimes(timezones=st.just(UTC)).map(
+    lambda d: d.isoformat().replace("+00:00", "Z") if d.microsecond % 2 else utc_date(d))
+MS = st.none() | st.integers(0, 10**9)
+
+
+def seeded_game(game: str, options: dict[str, Any], seed: int, max_plies: int) -> engine.State:
+    rng = random.Random(seed)
+    state = engine.new_game(game, **options)
+    while not state.is_over and state.ply < max_plies:
+        state = state.play(state.random_move(rng))
+    return state
+
+
+@st.composite
+def records(draw: st.DrawFn) -> MatchRecord:
+    game, options = draw(st.sampled_from(CONFIGS))
+    state = seeded_game(game, options, draw(st.integers(0, 2**32)), draw(st.integers(0, 80)))
+    if state.is_over:
+        termination, winner = "normal", state.winner
+    else:
+        termination = draw(st.sampled_from(["unterminated", "resign", "timeout", "abandon",
+                                            "abort"]))
+        winner = {"unterminated": None, "abort": None, "timeout": 1 - state.to_move}.get(
+            termination, draw(st.sampled_from([0, 1])))
+    moves = tuple(RecordMove(i, m, draw(MS), draw(MS)) for i, m in enumerate(state.moves))
+    return MatchRecord(
+        game=game, options=options, players=(draw(NAMES), draw(NAMES)), date=draw(DATES),
+        game_id=draw(st.none() | NAMES), player_kinds=draw(st.none() | st.tuples(NAMES, NAMES)),
+        time_control=draw(TIME_CONTROLS), winner=winner, termination=termination, moves=moves,
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records())
+def test_round_trips_and_verifies(record: MatchRecord) -> None:
+    text = format_record(record)
+    assert parse_record(text) == record
+    assert from_json(to_json(record)) == record
+    assert from_json(to_json(record, indent=2)) == record
+    assert from_dict(json.loads(json.dumps(to_dict(record)))) == record
+    report = verify(record)
+    assert report.ok, report.problems
+    assert report.legal_plies == len(record.moves)
+
+
+def sample(**changes: Any) -> MatchRecord:
+    state = seeded_game("hadron", {}, 7, 4)
+    base = record_from_state(state, players=("ann", "bo"), date="2025-03-01T18:04:05Z",
+                             time_control={"kind": "fischer", "base_ms": 300000,
+                                           "increment_ms": 2000})
+    moves = tuple(RecordMove(m.ply, m.move, 1900 + m.ply, 298100 - m.ply)
+                  for m in base.moves)
+    return replace(base, **{"moves": moves, **changes})
+
+
+# -- the text form -----------------------------------------------------------------------------
+def test_text_form_looks_as_documented() -> None:
+    text = format_record(sample())
+    head, body = text.split("\n\n")
+    assert head.splitlines()[:3] == ['[Game "hadron"]', '[Options "size=5"]',
+                                     '[RulesVersion "1"]']
+    assert '[Red "ann"]' in head and '[Blue "bo"]' in head
+    assert '[TimeControl "300+2"]' in head and '[Result "*"]' in head
+    assert body.splitlines()[0].startswith("1. ")
+    assert body.splitlines()[0].endswith(" {used 1.9} {clk 0:04:58.1}")
+    assert body.splitlines()[-1] == "*"
+
+
+def test_parser_is_tolerant_of_layout_and_comments() -> None:
+    record = sample()
+    m = [x.move for x in record.moves]
+    text = f"""; a comment before the tags
+    [Result   "*"]   ; tags in any order
+[Date "2025-03-01T18:04:05Z"]
+[Game "hadron"]
+[Blue "bo"]
+[Red "ann"]
+[TimeControl " 300+2 "]
+
+{{a plain comment}} 1.{m[0]} {{used 1.9 clk 0:04:58.1}}
+2.   {m[1]}
+{{clk 4:58.099}}  {{used 1.901}} 3. {m[2]} {{used 1.902}} {{clk 298.098}}   4. {m[3]}
+{{ used 1.903 }} ; the end
+{{clk 0:04:58.097}}\r
+"""
+    assert parse_record(text.replace("\n", "\r\n")) == record
+    assert parse_record(text) == record
+
+
+def test_termination_and_rules_version_default() -> None:
+    record = parse_record('[Game "xodd"]\n[Date "2025-03-01T18:04:05+00:00"]\n'
+                          '[Black "a"]\n[White "b"]\n[Result "1-0"]\n\n1. Wc3 2. pass 3. pass')
+    assert record.termination == "normal" and record.winner == 0
+    assert record.rules_version == engine.get_game("xodd").rules_version
+    assert record.options == {"size": 9}
+    assert record.time_control == {"kind": "unlimited"}
+    assert verify(record).ok
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('[Date "2025-03-01T18:04:05Z"]\n[Black "a"]\n[White "b"]\n[Result "*"]', "missing tag [Game]"),
+    ('[Game "chess"]', "unknown game 'chess'"),
+    ('[Game "xodd"]\n[Game "xodd"]', "line 2: tag [Game] given twice"),
+    ('[Game "xodd"]\n[Red "a"]', "unknown tag [Red]"),
+    ('[Game "xodd"]\n[Black a]', "line 2: malformed tag"),
+    ('[Game "xodd"]\n[Black "a"]\n[White "b"]\n[Result "*"]', "missing tag [Date]"),
+    ('[Game "xodd"]\n[Date "2025-03-01 18:04:05"]\n[Black "a"]\n[White "b"]\n[Result "*"]',
+     "ISO 8601 UTC"),
+    ('[Game "xodd"]\n[Date "2025-03-01T18:04:05+01:00"]\n[Black "a"]\n[White "b"]\n'
+     '[Result "*"]', "ISO 8601 UTC"),
+])
+def test_header_errors(text: str, message: str) -> None:
+    with pytest.raises(RecordError, match=re.escape(message)):
+        parse_record(text)
+
+
+HEAD = ('[Game "xodd"]\n[Date "2025-03-01T18:04:05Z"]\n[Black "a"]\n[White "b"]\n'
+        '[Result "*"]\n\n')
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("Bc3", "line 7: move 'Bc3' without its number 1."),
+    ("2. Bc3", "line 7: move number 2., expected 1."),
+    ("1. Bc3 3. pass", "move number 3., expected 2."),
+    ("1. 2. Bc3", "move number 2. where a move was expected"),
+    ("{clk 0:01:00} 1. Bc3", "not after a move"),
+    ("1. Bc3 {clk 0:01:00} {clk 0:01:00}", "clk given twice"),
+    ("1. Bc3 {used 1.2345}", "at most 3 decimals"),
+    ("1. Bc3 {clk soon}", "must look like H:MM:SS"),
+    ("1. Bc3 {used}", "must be pairs"),
+    ("1. Bc3 {used 1 think 2}", "unknown annotation 'think'"),
+    ("1. Bc3 {used 1", "unexpected '{used'"),
+    ("1. Bc3\n\n[Black \"c\"]", "line 9: unexpected"),
+    ("1. Bc3 * 2. pass", "after the result *"),
+    ("1. Bc3 1-0", "the moves end with result 1-0 but [Result] is *"),
+    ("1. Bc3 2.", "with no move"),
+    ("1. Bc3 2. *", "result * where a move was expected"),
+])
+def test_movetext_errors(body: str, message: str) -> None:
+    with pytest.raises(RecordError, match=re.escape(message)):
+        parse_record(HEAD + body)
+
+
+@pytest.mark.parametrize(("tags", "message"), [
+    ('[Result "1-0"]\n[Termination "abort"]', "termination 'abort' has no winner"),
+    ('[Result "*"]\n[Termination "resign"]', "termination 'resign' needs a winner"),
+    ('[Result "1/2"]', "[Result] '1/2' must be 1-0, 0-1 or *"),
+    ('[Result "*"]\n[Termination "draw"]', "termination 'draw' is not one of"),
+    ('[Result "*"]\n[TimeControl "5 min"]', "time control '5 min' is not one of"),
+    ('[Result "*"]\n[Options "size=99"]', "out of range"),
+    ('[Result "*"]\n[Options "colour"]', "must be name=value"),
+    ('[Result "*"]\n[BlackKind "bot"]', "give both [BlackKind] and [WhiteKind] or neither"),
+    ('[Result "*"]\n[RulesVersion ""]', "rules_version must be a non-empty string"),
+])
+def test_result_and_value_errors(tags: str, message: str) -> None:
+    text = '[Game "xodd"]\n[Date "2025-03-01T18:04:05Z"]\n[Black "a"]\n[White "b"]\n' + tags
+    with pytest.raises(RecordError, match=re.escape(message)):
+        parse_record(text)
+
+
+def test_names_with_quotes_backslashes_and_unicode() -> None:
+    record = sample(players=('say "hi" \\o/', "Zoë ; [x] {y}"), game_id="g\\1")
+    assert '[Red "say \\"hi\\" \\\\o/"]' in format_record(record)
+    assert parse_record(format_record(record)) == record
+
+
+# -- the data and its validation ---------------------------------------------------------------
+def test_record_normalises_its_fields() -> None:
+    record = MatchRecord(game="hexifact", players=["a", "b"],  # type: ignore[arg-type]
+                         date="2025-03-01T18:04:05Z", moves=["d2", "pass"],  # type: ignore[arg-type]
+                         time_control={"kind": "fischer", "base_ms": 1})
+    assert record.players == ("a", "b")
+    assert record.options == {"board": "hex3-4", "jumps": "after-placing"}
+    assert record.moves == (RecordMove(0, "d2"), RecordMove(1, "pass"))
+    assert record.time_control == {"kind": "fischer", "base_ms": 1, "increment_ms": 0}
+    assert record.result == "*" and record.colours == ("Black", "White")
+    assert record.replay().ply == 2
+    assert hash(record) == hash(replace(record))
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"players": ("a",)}, "players must be two strings"),
+    ({"players": ("a", "")}, "players must be a non-empty string"),
+    ({"players": ("a", "b\nc")}, "control or line-break"),
+    ({"moves": (RecordMove(1, "c3"),)}, "move 0 is numbered ply 1"),
+    ({"moves": (RecordMove(0, "c 3"),)}, "is not a move token"),
+    ({"moves": (RecordMove(0, "c3", -1),)}, "ms_used must be a non-negative integer"),
+    ({"moves": (RecordMove(0, "c3", None, 1.5),)},  # type: ignore[arg-type]
+     "clock_ms must be a non-negative"),
+    ({"winner": True, "termination": "normal"}, "winner must be 0, 1 or None"),
+    ({"time_control": {"kind": "per_move", "per_move_ms": 0}}, "must be positive"),
+    ({"time_control": {"kind": "unlimited", "base_ms": 1}}, "unknown key 'base_ms'"),
+    ({"time_control": {"kind": "blitz"}}, "kind 'blitz' is not one of"),
+    ({"date": "yesterday"}, "ISO 8601 UTC"),
+    ({"date": "2025-02-30T00:00:00Z"}, "not a valid datetime"),
+    ({"game_id": ""}, "game_id must be a non-empty string"),
+])
+def test_record_validation(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(RecordError, match=re.escape(message)):
+        sample(**changes)
+
+
+@pytest.mark.parametrize(("tc", "text"), [
+    ({"kind": "fischer", "base_ms": 300000, "increment_ms": 2000}, "300+2"),
+    ({"kind": "fischer", "base_ms": 90500, "increment_ms": 0}, "90.5+0"),
+    ({"kind": "fischer", "base_ms": 1, "increment_ms": 250}, "0.001+0.25"),
+    ({"kind": "per_move", "per_move_ms": 30000}, "30/move"),
+    ({"kind": "correspondence", "days_per_move": 3}, "3d/move"),
+    ({"kind": "unlimited"}, "-"),
+])
+def test_time_control_text(tc: dict[str, Any], text: str) -> None:
+    assert format_time_control(tc) == text
+    assert parse_time_control(text) == tc
+
+
+@pytest.mark.parametrize(("ms", "text"), [
+    (298100, "0:04:58.1"), (0, "0:00:00"), (1, "0:00:00.001"), (259200000, "72:00:00"),
+    (3723450, "1:02:03.45"),
+])
+def test_clock_text(ms: int, text: str) -> None:
+    assert format_clock(ms) == text
+    assert parse_clock(text) == ms
+
+
+# -- the JSON form -----------------------------------------------------------------------------
+def test_json_keys() -> None:
+    data = to_dict(sample())
+    assert list(data) == ["format", "game_id", "game", "options", "rules_version", "players",
+                          "player_kinds", "date", "time_control", "winner", "termination",
+                          "moves"]
+    assert data["format"] == "tessera-record/1"
+    assert data["moves"][0] == {"ply": 0, "move": data["moves"][0]["move"], "ms_used": 1900,
+                                "clock_ms": 298100}
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda d: d.pop("format"), "key 'format' must be 'tessera-record/1'"),
+    (lambda d: d.update(colour="red"), "unknown key 'colour'"),
+    (lambda d: d.pop("date"), "missing key 'date'"),
+    (lambda d: d.update(moves="c3"), "key 'moves' must be a list"),
+    (lambda d: d["moves"].append(["c3"]), "must be an object"),
+    (lambda d: d["moves"][0].update(think=1), "moves[0] has unknown key 'think'"),
+    (lambda d: d["moves"][0].pop("move"), "moves[0] needs keys 'ply' and 'move'"),
+    (lambda d: d.update(options=[]), "key 'options' must be an object"),
+    (lambda d: d.update(players="ab"), "players must be two strings"),
+])
+def test_json_errors(mutate: Any, message: str) -> None:
+    data = to_dict(sample())
+    mutate(data)
+    with pytest.raises(RecordError, match=re.escape(message)):
+        from_dict(data)
+
+
+def test_json_optional_keys_and_bad_json() -> None:
+    data = to_dict(sample())
+    for key in ("game_id", "options", "rules_version", "player_kinds", "time_control"):
+        del data[key]
+    for move in data["moves"]:
+        del move["ms_used"], move["clock_ms"]
+    record = from_dict(data)
+    assert record.time_control == {"kind": "unlimited"} and record.moves[0].clock_ms is None
+    with pytest.raises(RecordError, match="not JSON"):
+        from_json("{")
+    with pytest.raises(RecordError, match="must be a JSON object"):
+        from_json("[]")
+
+
+# -- verification ------------------------------------------------------------------------------
+def finished(game: str = "hadron", seed: int = 1, **options: Any) -> engine.State:
+    return seeded_game(game, options, seed, 10**6)
+
+
+def test_verify_accepts_finished_and_unfinished_games() -> None:
+    for game, _ in CONFIGS:
+        state = finished(game)
+        report = verify(record_from_state(state, players=("a", "b"), date=utc_date()))
+        assert report.ok and report.engine_over and report.engine_winner == state.winner
+        assert report.position == state.to_text()
+    half = seeded_game("xodd", {}, 1, 5)
+    record = record_from_state(half, players=("a", "b"), date=utc_date())
+    assert record.termination == "unterminated" and verify(record).ok
+
+
+def test_verify_reports_an_illegal_move() -> None:
+    record = sample()
+    bad = replace(record, moves=(*record.moves[:2], RecordMove(2, record.moves[1].move)))
+    report = verify(bad)
+    assert not report.ok and report.illegal_ply == 2 and report.legal_plies == 2
+    assert "ply 2" in report.problems[0] and "occupied" in report.problems[0]
+
+
+def test_verify_reports_non_canonical_moves() -> None:
+    record = MatchRecord(game="xodd", players=("a", "b"), date=utc_date(),
+                         moves=["Bc3", "wE5,Ba1"])  # type: ignore[arg-type]
+    report = verify(record)
+    assert report.problems == ("ply 1: 'wE5,Ba1' is not canonical (canonical: Ba1,We5)",)
+
+
+def test_verify_checks_the_result() -> None:
+    state = finished("hadron", 3)
+    assert state.winner is not None
+    loser = 1 - state.winner
+    base = record_from_state(state, players=("a", "b"), date=utc_date())
+    wrong = replace(base, winner=loser)
+    assert "the rules give the win to" in verify(wrong).problems[0]
+    resigned = replace(base, termination="resign")
+    assert "termination should be normal" in verify(resigned).problems[0]
+    half = seeded_game("hadron", {}, 3, 4)
+    early = record_from_state(half, players=("a", "b"), date=utc_date(), termination="normal",
+                              winner=0)
+    assert "not over by the rules" in verify(early).problems[0]
+    mover = half.to_move
+    timeout = replace(early, termination="timeout", winner=mover)
+    assert "only their clock ran" in verify(timeout).problems[0]
+    assert verify(replace(timeout, winner=1 - mover)).ok
+    assert verify(replace(early, termination="abandon", winner=mover)).ok
+    assert verify(replace(early, termination="abort", winner=None)).ok
+    old = replace(base, rules_version="0")
+    assert "rules version 0" in verify(old).problems[0]
+
+
+# -- the documentation -------------------------------------------------------------------------
+def doc_blocks(kind: str) -> list[str]:
+    return re.findall(rf"```{kind}\n(.*?)```", DOCS.read_text(), re.S)
+
+
+def test_docs_examples_parse_verify_and_are_canonical() -> None:
+    texts, jsons = doc_blocks("text"), doc_blocks("json")
+    games = {parse_record(t).game for t in texts}
+    assert games == set(engine.GAMES)
+    for text in texts:
+        record = parse_record(text)
+        assert verify(record).ok, verify(record).problems
+        assert format_record(record) == text
+    assert jsons
+    for text in jsons:
+        record = from_json(text)
+        assert verify(record).ok
+        assert to_json(record, indent=2) + "\n" == text
