@@ -1,0 +1,1 @@
+"""Alembic migrations of the Tessera database; run them with ``server.storage.upgrade``."""

@@ -1,0 +1,98 @@
+"""Tessera's storage: accounts, tokens and complete game records in SQLite or PostgreSQL.
+
+The modules, each small:
+
+    models   the schema: one DeclarativeBase, typed columns, a constraint naming convention
+    db       engines (SQLite pragmas: WAL, synchronous, busy_timeout, foreign keys), URLs
+    migrate  Alembic migrations run from code: ``await upgrade(url)`` on every start
+    repo     ``Store``: users, tokens, creating games, history listing, game records
+    writer   ``CommitQueue``: group commit of moves, chat and game ends (the hot path)
+    records  the frozen values returned; ``errors`` the exceptions (root ``StorageError``)
+    runtime  ``open_storage``: all of the above wired together for ``main()``
+
+This package knows nothing of the protocol or the rules: moves are stored as the engine's
+canonical text, options and clock settings as JSON, and the move list is the truth from
+which positions and clocks are derived.
+"""
+
+from .db import (
+    SqliteSynchronous,
+    default_data_dir,
+    default_database_url,
+    make_engine,
+    make_session_factory,
+    normalize_url,
+    redact_url,
+    sqlite_url,
+)
+from .errors import (
+    Conflict,
+    GameNotPlaying,
+    InvalidCursor,
+    NameTaken,
+    StorageError,
+    WriteFailed,
+    WriterClosed,
+)
+from .migrate import current_revision, downgrade, head_revision, upgrade
+from .records import (
+    ChatRecord,
+    FinishedStatus,
+    GameInfo,
+    GamePage,
+    GameRecord,
+    GameStatus,
+    MoveRecord,
+    Token,
+    TokenKind,
+    User,
+    UserKind,
+)
+from .repo import Store, name_key, new_game_id, token_digest
+from .runtime import Storage, open_storage
+from .writer import ChatSent, CommitQueue, GameFinished, Item, MovePlayed, WriterStats
+
+__all__ = [
+    "ChatRecord",
+    "ChatSent",
+    "CommitQueue",
+    "Conflict",
+    "FinishedStatus",
+    "GameFinished",
+    "GameInfo",
+    "GameNotPlaying",
+    "GamePage",
+    "GameRecord",
+    "GameStatus",
+    "InvalidCursor",
+    "Item",
+    "MovePlayed",
+    "MoveRecord",
+    "NameTaken",
+    "SqliteSynchronous",
+    "Storage",
+    "StorageError",
+    "Store",
+    "Token",
+    "TokenKind",
+    "User",
+    "UserKind",
+    "WriteFailed",
+    "WriterClosed",
+    "WriterStats",
+    "current_revision",
+    "default_data_dir",
+    "default_database_url",
+    "downgrade",
+    "head_revision",
+    "make_engine",
+    "make_session_factory",
+    "name_key",
+    "new_game_id",
+    "normalize_url",
+    "open_storage",
+    "redact_url",
+    "sqlite_url",
+    "token_digest",
+    "upgrade",
+]

@@ -1,0 +1,45 @@
+"""Exceptions raised by the storage layer.
+
+Everything the storage package raises on purpose derives from one root::
+
+    StorageError
+    ├── Conflict            a write broke a uniqueness or reference rule; nothing was stored
+    │   ├── NameTaken       create_user: the name (compared case-insensitively) is in use
+    │   └── GameNotPlaying  finishing a game that is unknown or already over
+    ├── InvalidCursor       list_games: the cursor was not produced by list_games (ValueError)
+    ├── WriteFailed         the database failed to commit a batch; nothing in it was stored
+    └── WriterClosed        submit() after CommitQueue.close()
+
+Database driver errors are chained as ``__cause__`` so logs keep the detail while callers
+catch one family.
+"""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Root of every error the storage package raises on purpose."""
+
+
+class Conflict(StorageError):
+    """A write violated a uniqueness or foreign-key rule and was not stored."""
+
+
+class NameTaken(Conflict):
+    """A user with this name (case-insensitively) already exists."""
+
+
+class GameNotPlaying(Conflict):
+    """The game to finish does not exist or has already ended."""
+
+
+class InvalidCursor(StorageError, ValueError):
+    """A pagination cursor that list_games did not produce."""
+
+
+class WriteFailed(StorageError):
+    """The database refused or lost a batch; none of its items were stored."""
+
+
+class WriterClosed(StorageError):
+    """The commit queue is closed and accepts no more items."""

@@ -1,0 +1,201 @@
+"""The database schema: one DeclarativeBase and five tables.
+
+    users       accounts: humans, guests and bots; names unique case-insensitively
+    api_tokens  login sessions and bot tokens, stored only as sha256 digests
+    games       one row per game: who, what, options, clock settings, result
+    moves       the move list, the source of truth for positions and clocks
+    chat        chat lines said in a game
+
+Positions are never stored: they are a fold of the move list. Clocks are not stored on the
+game either: each move records the time its player used and that player's remaining time
+afterwards, so the clocks of a game in progress are read off its last moves.
+
+Every moment is a timezone-aware UTC ``datetime`` in Python (``UTCDateTime``), stored as
+``TIMESTAMP WITH TIME ZONE`` on PostgreSQL and as a fixed-width text timestamp on SQLite,
+where text order is time order, so keyset pagination works the same on both.
+
+Rows are plain mapped classes with no relationships, so nothing can lazy-load: queries join
+what they need explicitly. Constraint and index names follow ``NAMING_CONVENTION`` so that
+migrations can refer to them on every backend (SQLite batch mode needs names).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION: dict[str, str] = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+USER_KINDS = ("human", "guest", "bot")
+TOKEN_KINDS = ("session", "bot")
+GAME_STATUSES = ("playing", "over", "aborted")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend.
+
+    Naive datetimes are refused on the way in (they are always a bug here); values read back
+    are aware and in UTC, also on SQLite, which stores no offset.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value!r}: pass an aware datetime (UTC)")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    """The one declarative base; its metadata carries the naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
+
+
+class UserRow(Base):
+    """An account. ``name_key`` is the case-folded name and carries the uniqueness."""
+
+    __tablename__ = "users"
+    __table_args__ = (CheckConstraint(_one_of("kind", USER_KINDS), name="kind"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    name_key: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(8))
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime]
+    failed_logins: Mapped[int] = mapped_column(default=0, server_default=text("0"))
+    locked_until: Mapped[datetime | None]
+
+
+class ApiTokenRow(Base):
+    """A bearer token. Only the sha256 hex digest of the random token is kept."""
+
+    __tablename__ = "api_tokens"
+    __table_args__ = (CheckConstraint(_one_of("kind", TOKEN_KINDS), name="kind"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(8))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    label: Mapped[str] = mapped_column(String(64), default="", server_default=text("''"))
+    created_at: Mapped[datetime]
+    last_used_at: Mapped[datetime | None]
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+
+class GameRow(Base):
+    """One game. ``winner`` is a seat (0 or 1); ``ended_at`` is set exactly when it is over.
+
+    ``last_seq`` is the sequence number of the last event written to this row (creation,
+    then the finish); events in between live in ``moves`` and ``chat``.
+    """
+
+    __tablename__ = "games"
+    __table_args__ = (
+        CheckConstraint(_one_of("status", GAME_STATUSES), name="status"),
+        CheckConstraint("winner IS NULL OR (winner IN (0, 1) AND status = 'over')", name="winner"),
+        CheckConstraint(
+            "(status = 'playing' AND ended_at IS NULL)"
+            " OR (status <> 'playing' AND ended_at IS NOT NULL)",
+            name="ended_at",
+        ),
+        Index("ix_games_ended_at_id", "ended_at", "id"),
+        Index("ix_games_player0_id_ended_at_id", "player0_id", "ended_at", "id"),
+        Index("ix_games_player1_id_ended_at_id", "player1_id", "ended_at", "id"),
+        Index("ix_games_game_key_ended_at_id", "game_key", "ended_at", "id"),
+        Index("ix_games_status_ended_at_id", "status", "ended_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(16), primary_key=True)
+    game_key: Mapped[str] = mapped_column(String(32))
+    options: Mapped[dict[str, Any]]
+    clock: Mapped[dict[str, Any]]
+    rules_version: Mapped[int]
+    player0_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    player1_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    status: Mapped[str] = mapped_column(String(8))
+    winner: Mapped[int | None] = mapped_column(SmallInteger)
+    reason: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime]
+    started_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]
+    last_seq: Mapped[int] = mapped_column(default=0, server_default=text("0"))
+
+
+class MoveRow(Base):
+    """One move. ``clock_ms`` is the mover's remaining time after it (None if untimed)."""
+
+    __tablename__ = "moves"
+    __table_args__ = (
+        UniqueConstraint("game_id", "seq"),
+        CheckConstraint("player IN (0, 1)", name="player"),
+        CheckConstraint("ply >= 0", name="ply"),
+        CheckConstraint("ms_used >= 0", name="ms_used"),
+    )
+
+    game_id: Mapped[str] = mapped_column(
+        ForeignKey("games.id", ondelete="CASCADE"), primary_key=True
+    )
+    ply: Mapped[int] = mapped_column(primary_key=True)
+    seq: Mapped[int]
+    move: Mapped[str] = mapped_column(String(256))
+    player: Mapped[int] = mapped_column(SmallInteger)
+    ms_used: Mapped[int] = mapped_column(BigInteger)
+    clock_ms: Mapped[int | None] = mapped_column(BigInteger)
+    played_at: Mapped[datetime]
+
+
+class ChatRow(Base):
+    """A chat line said in a game, numbered in the game's event sequence."""
+
+    __tablename__ = "chat"
+
+    game_id: Mapped[str] = mapped_column(
+        ForeignKey("games.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    text: Mapped[str] = mapped_column(Text)
+    sent_at: Mapped[datetime]

@@ -1,0 +1,131 @@
+"""The immutable values the storage API returns.
+
+They are detached from any session, so holding on to one can never trigger a query.
+``winner`` and ``player`` are seats: 0 is the player who moved first, 1 the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+UserKind = Literal["human", "guest", "bot"]
+TokenKind = Literal["session", "bot"]
+GameStatus = Literal["playing", "over", "aborted"]
+FinishedStatus = Literal["over", "aborted"]
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: int
+    name: str
+    kind: UserKind
+    password_hash: str | None
+    created_at: datetime
+    failed_logins: int
+    locked_until: datetime | None
+
+    def is_locked(self, now: datetime) -> bool:
+        """Whether logins are refused at ``now`` after too many failures."""
+        return self.locked_until is not None and now < self.locked_until
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """What is known about a token; the token itself is never stored."""
+
+    id: int
+    user_id: int
+    kind: TokenKind
+    label: str
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class GameInfo:
+    """A game without its moves: what a history listing shows."""
+
+    id: str
+    game_key: str
+    options: dict[str, Any]
+    clock: dict[str, Any]
+    rules_version: int
+    player_ids: tuple[int, int]
+    players: tuple[str, str]
+    status: GameStatus
+    winner: int | None
+    reason: str | None
+    created_at: datetime
+    started_at: datetime
+    ended_at: datetime | None
+    last_seq: int
+    plies: int
+
+    @property
+    def winner_name(self) -> str | None:
+        return None if self.winner is None else self.players[self.winner]
+
+
+@dataclass(frozen=True, slots=True)
+class MoveRecord:
+    ply: int
+    seq: int
+    move: str
+    player: int
+    ms_used: int
+    clock_ms: int | None
+    played_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRecord:
+    seq: int
+    user_id: int
+    user_name: str
+    text: str
+    sent_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GameRecord:
+    """A whole game: enough to replay it, resume it after a restart, or show its record."""
+
+    info: GameInfo
+    moves: tuple[MoveRecord, ...]
+    chat: tuple[ChatRecord, ...]
+
+    @property
+    def last_seq(self) -> int:
+        """The highest event sequence number written for this game."""
+        return max(
+            self.info.last_seq,
+            self.moves[-1].seq if self.moves else 0,
+            self.chat[-1].seq if self.chat else 0,
+        )
+
+    @property
+    def turn_started_at(self) -> datetime:
+        """When the clock of the player to move started: the last move, or the start."""
+        return self.moves[-1].played_at if self.moves else self.info.started_at
+
+    def remaining_ms(self, player: int) -> int | None:
+        """A seat's remaining time after its last move; None if it has not moved or untimed.
+
+        A seat that has not moved yet still has the initial time of the clock settings.
+        """
+        for move in reversed(self.moves):
+            if move.player == player:
+                return move.clock_ms
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class GamePage:
+    """One page of a history listing, newest first; pass ``next_cursor`` for the next."""
+
+    games: tuple[GameInfo, ...]
+    next_cursor: str | None

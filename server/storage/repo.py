@@ -1,0 +1,589 @@
+"""The repository: every query the server makes, behind one ``Store`` object.
+
+Reads go through ORM sessions and come back as the frozen records of ``records``. Writes
+are short transactions whose first statement is a write. The hot path (moves, chat, game
+ends) does not come through here but through ``writer.CommitQueue``; ``Store.finish_game``
+is for the rare end decided outside a game's event stream (an administrator's abort).
+
+Every method that records a moment takes ``now`` (aware, UTC) so tests and the server's
+clock decide time; it defaults to the current time.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import secrets
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Table,
+    and_,
+    case,
+    func,
+    literal,
+    or_,
+    select,
+    union,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
+
+from .db import is_sqlite, make_session_factory
+from .errors import Conflict, InvalidCursor, NameTaken
+from .models import TOKEN_KINDS, USER_KINDS, ApiTokenRow, ChatRow, GameRow, MoveRow, UserRow
+from .records import (
+    ChatRecord,
+    FinishedStatus,
+    GameInfo,
+    GamePage,
+    GameRecord,
+    GameStatus,
+    MoveRecord,
+    Token,
+    TokenKind,
+    User,
+    UserKind,
+)
+from .writer import GameFinished, write_items
+
+MAX_PAGE = 200
+GAME_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base 32, lower case
+GAME_ID_LENGTH = 10  # 50 random bits
+TOKEN_TOUCH_INTERVAL = timedelta(minutes=10)  # last_used_at is this coarse, to save writes
+
+_USERS = cast(Table, UserRow.__table__)
+_TOKENS = cast(Table, ApiTokenRow.__table__)
+
+
+def name_key(name: str) -> str:
+    """The case-insensitive form of a user name, which carries its uniqueness."""
+    return name.casefold()
+
+
+def token_digest(token: str) -> str:
+    """The sha256 hex digest under which a token is stored and looked up."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_game_id() -> str:
+    """A short random game id, safe in URLs and easy to read aloud."""
+    return "".join(secrets.choice(GAME_ID_ALPHABET) for _ in range(GAME_ID_LENGTH))
+
+
+def _now(now: datetime | None) -> datetime:
+    return datetime.now(UTC) if now is None else now
+
+
+class Store:
+    """Queries and small writes over one engine; cheap to build, holds no connection."""
+
+    def __init__(
+        self, engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession] | None = None
+    ) -> None:
+        self.engine = engine
+        self.sessions = sessions if sessions is not None else make_session_factory(engine)
+
+    # -- users ---------------------------------------------------------------------------
+
+    async def create_user(
+        self,
+        name: str,
+        kind: UserKind,
+        *,
+        password_hash: str | None = None,
+        now: datetime | None = None,
+    ) -> User:
+        """Add an account; NameTaken if the name is in use in any letter case."""
+        if kind not in USER_KINDS:
+            raise ValueError(f"user kind must be one of {USER_KINDS}, not {kind!r}")
+        if not name.strip():
+            raise ValueError("a user name cannot be blank")
+        row = UserRow(
+            name=name,
+            name_key=name_key(name),
+            kind=kind,
+            password_hash=password_hash,
+            created_at=_now(now),
+            failed_logins=0,
+        )
+        try:
+            async with self.sessions() as session, session.begin():
+                session.add(row)
+        except IntegrityError as exc:
+            raise NameTaken(f"the name {name!r} is taken") from exc
+        return _user(row)
+
+    async def get_user(self, user_id: int) -> User | None:
+        async with self.sessions() as session:
+            row = await session.get(UserRow, user_id)
+        return None if row is None else _user(row)
+
+    async def get_user_by_name(self, name: str) -> User | None:
+        """The account with this name in any letter case."""
+        async with self.sessions() as session:
+            row = await session.scalar(select(UserRow).where(UserRow.name_key == name_key(name)))
+        return None if row is None else _user(row)
+
+    async def set_password_hash(self, user_id: int, password_hash: str | None) -> None:
+        """Replace a stored password hash (a new password, or a rehash with new parameters)."""
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                update(_USERS).where(_USERS.c.id == user_id).values(password_hash=password_hash)
+            )
+
+    async def record_login_failure(
+        self,
+        user_id: int,
+        *,
+        now: datetime | None = None,
+        max_failures: int = 5,
+        lock_for: timedelta = timedelta(minutes=15),
+    ) -> User | None:
+        """Count a failed login, atomically; from ``max_failures`` on, lock the account.
+
+        Each failure at or past the limit extends the lock to ``now + lock_for``, until a
+        successful login calls ``reset_failures``. None if there is no such user.
+        """
+        failures = _USERS.c.failed_logins + 1
+        locked_until = literal(_now(now) + lock_for, _USERS.c.locked_until.type)
+        statement = (
+            update(_USERS)
+            .where(_USERS.c.id == user_id)
+            .values(
+                failed_logins=failures,
+                locked_until=case(
+                    (failures >= max_failures, locked_until), else_=_USERS.c.locked_until
+                ),
+            )
+            .returning(*_USERS.c)
+        )
+        async with self.engine.begin() as conn:
+            row = (await conn.execute(statement)).one_or_none()
+        return None if row is None else _user(row)
+
+    async def reset_failures(self, user_id: int) -> None:
+        """Forget failed logins and lift the lock (after a successful login)."""
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                update(_USERS)
+                .where(_USERS.c.id == user_id)
+                .values(failed_logins=0, locked_until=None)
+            )
+
+    # -- tokens --------------------------------------------------------------------------
+
+    async def create_token(
+        self,
+        user_id: int,
+        kind: TokenKind,
+        label: str = "",
+        *,
+        expires_at: datetime | None = None,
+        now: datetime | None = None,
+    ) -> tuple[str, int]:
+        """Issue a token: returns (the token, its row id). Only its sha256 is stored.
+
+        The token is shown to its owner once; it cannot be recovered later.
+        """
+        if kind not in TOKEN_KINDS:
+            raise ValueError(f"token kind must be one of {TOKEN_KINDS}, not {kind!r}")
+        token = secrets.token_urlsafe(32)
+        row = ApiTokenRow(
+            user_id=user_id,
+            kind=kind,
+            token_hash=token_digest(token),
+            label=label,
+            created_at=_now(now),
+            expires_at=expires_at,
+        )
+        try:
+            async with self.sessions() as session, session.begin():
+                session.add(row)
+        except IntegrityError as exc:
+            raise Conflict(f"no user {user_id} to issue a token to") from exc
+        return token, row.id
+
+    async def user_for_token(self, token: str, *, now: datetime | None = None) -> User | None:
+        """The owner of a live token (not revoked, not expired); None otherwise.
+
+        The lookup is by digest, so no comparison involves the token itself. The token's
+        ``last_used_at`` is refreshed at most every TOKEN_TOUCH_INTERVAL.
+        """
+        moment = _now(now)
+        async with self.sessions() as session:
+            found = (
+                await session.execute(
+                    select(UserRow, ApiTokenRow.id, ApiTokenRow.last_used_at)
+                    .join(ApiTokenRow, ApiTokenRow.user_id == UserRow.id)
+                    .where(
+                        ApiTokenRow.token_hash == token_digest(token),
+                        ApiTokenRow.revoked_at.is_(None),
+                        or_(ApiTokenRow.expires_at.is_(None), ApiTokenRow.expires_at > moment),
+                    )
+                )
+            ).one_or_none()
+        if found is None:
+            return None
+        user_row, token_id, last_used_at = found
+        if last_used_at is None or moment - last_used_at >= TOKEN_TOUCH_INTERVAL:
+            async with self.engine.begin() as conn:
+                await conn.execute(
+                    update(_TOKENS).where(_TOKENS.c.id == token_id).values(last_used_at=moment)
+                )
+        return _user(user_row)
+
+    async def revoke_token(
+        self, token_id: int, *, user_id: int | None = None, now: datetime | None = None
+    ) -> bool:
+        """Revoke a token by id (only among ``user_id``'s if given); False if none was live."""
+        condition = [_TOKENS.c.id == token_id, _TOKENS.c.revoked_at.is_(None)]
+        if user_id is not None:
+            condition.append(_TOKENS.c.user_id == user_id)
+        return await self._revoke(condition, _now(now))
+
+    async def revoke_token_value(self, token: str, *, now: datetime | None = None) -> bool:
+        """Revoke the token presented (a logout); False if it was not live."""
+        condition = [_TOKENS.c.token_hash == token_digest(token), _TOKENS.c.revoked_at.is_(None)]
+        return await self._revoke(condition, _now(now))
+
+    async def _revoke(self, condition: list[ColumnElement[bool]], now: datetime) -> bool:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(update(_TOKENS).where(*condition).values(revoked_at=now))
+        return result.rowcount > 0
+
+    async def list_tokens(self, user_id: int, *, include_revoked: bool = False) -> list[Token]:
+        """A user's tokens, oldest first."""
+        statement = select(ApiTokenRow).where(ApiTokenRow.user_id == user_id)
+        if not include_revoked:
+            statement = statement.where(ApiTokenRow.revoked_at.is_(None))
+        async with self.sessions() as session:
+            rows = (await session.scalars(statement.order_by(ApiTokenRow.id))).all()
+        return [_token(row) for row in rows]
+
+    # -- games ---------------------------------------------------------------------------
+
+    async def create_game(
+        self,
+        *,
+        game_key: str,
+        options: Mapping[str, Any],
+        clock: Mapping[str, Any],
+        rules_version: int,
+        player_ids: tuple[int, int],
+        seq: int = 0,
+        created_at: datetime | None = None,
+        started_at: datetime | None = None,
+        game_id: str | None = None,
+    ) -> str:
+        """Record a new game in progress and return its id (a fresh one unless given).
+
+        ``seq`` is the game's event number at creation; ``started_at`` defaults to
+        ``created_at``, when the first player's clock starts.
+        """
+        created = _now(created_at)
+        for attempt in range(3):
+            row = GameRow(
+                id=game_id or new_game_id(),
+                game_key=game_key,
+                options=dict(options),
+                clock=dict(clock),
+                rules_version=rules_version,
+                player0_id=player_ids[0],
+                player1_id=player_ids[1],
+                status="playing",
+                created_at=created,
+                started_at=started_at or created,
+                last_seq=seq,
+            )
+            try:
+                async with self.sessions() as session, session.begin():
+                    session.add(row)
+            except IntegrityError as exc:
+                if game_id is None and attempt < 2:
+                    continue  # perhaps the random id was taken; the ids are fresh each try
+                raise Conflict(f"cannot create game {row.id!r}: {exc.orig}") from exc
+            return row.id
+        raise AssertionError("unreachable")
+
+    async def finish_game(
+        self,
+        game_id: str,
+        winner: int | None,
+        reason: str,
+        seq: int,
+        ended_at: datetime,
+        *,
+        status: FinishedStatus = "over",
+    ) -> None:
+        """End a game outside the commit queue; GameNotPlaying if unknown or already over."""
+        item = GameFinished(game_id, winner, reason, seq, ended_at, status)
+        async with self.engine.begin() as conn:
+            [error] = await write_items(conn, [item])
+        if error is not None:
+            raise error
+
+    async def get_game_record(self, game_id: str) -> GameRecord | None:
+        """Everything about one game: players, settings, moves with clocks, chat, result."""
+        async with self._snapshot() as session:
+            records = await self._game_records(session, GameRow.id == game_id)
+        return records[0] if records else None
+
+    async def load_active_games(self) -> list[GameRecord]:
+        """Every game in progress with its moves and chat, oldest game first (for restarts)."""
+        async with self._snapshot() as session:
+            return await self._game_records(session, GameRow.status == "playing")
+
+    async def list_games(
+        self,
+        *,
+        player: str | None = None,
+        winner: str | None = None,
+        game_key: str | None = None,
+        status: FinishedStatus | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> GamePage:
+        """Finished games, newest first, one page at a time (keyset on ended_at, id).
+
+        Filters: a player who took part, the player who won, the game, how it ended
+        (``over`` or ``aborted``; both by default). Games in progress are not listed: the
+        server has them in memory. ``cursor`` is the ``next_cursor`` of the previous page.
+        """
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"limit must be 1..{MAX_PAGE}, not {limit}")
+        if status not in (None, "over", "aborted"):
+            raise ValueError(f"status must be over or aborted, not {status!r}")
+        conditions: list[ColumnElement[bool]] = [
+            GameRow.status.in_(("over", "aborted")) if status is None else GameRow.status == status
+        ]
+        if game_key is not None:
+            conditions.append(GameRow.game_key == game_key)
+        if cursor is not None:
+            ended_at, last_id = _decode_cursor(cursor)
+            conditions.append(
+                or_(
+                    GameRow.ended_at < ended_at,
+                    and_(GameRow.ended_at == ended_at, GameRow.id < last_id),
+                )
+            )
+        async with self.sessions() as session:
+            ids = await self._user_ids(session, [n for n in (player, winner) if n is not None])
+            if ids is None:
+                return GamePage((), None)
+            player_id = ids.get(name_key(player)) if player is not None else None
+            winner_id = ids.get(name_key(winner)) if winner is not None else None
+            if player_id is not None or winner_id is not None:
+                conditions.append(
+                    GameRow.id.in_(_ids_by_seat(conditions, player_id, winner_id, limit + 1))
+                )
+            statement = (
+                _info_query()
+                .where(*conditions)
+                .order_by(GameRow.ended_at.desc(), GameRow.id.desc())
+                .limit(limit + 1)
+            )
+            infos = [_info(*row) for row in (await session.execute(statement)).all()]
+        more = len(infos) > limit
+        infos = infos[:limit]
+        return GamePage(tuple(infos), _encode_cursor(infos[-1]) if more else None)
+
+    async def _user_ids(self, session: AsyncSession, names: Sequence[str]) -> dict[str, int] | None:
+        """Ids by name key; None if any of the names is unknown."""
+        if not names:
+            return {}
+        keys = {name_key(name) for name in names}
+        rows = (
+            await session.execute(
+                select(UserRow.name_key, UserRow.id).where(UserRow.name_key.in_(keys))
+            )
+        ).all()
+        found = {key: user_id for key, user_id in rows}
+        return found if len(found) == len(keys) else None
+
+    @asynccontextmanager
+    async def _snapshot(self) -> AsyncIterator[AsyncSession]:
+        """A session whose queries all see one consistent state of the database."""
+        async with self.sessions() as session:
+            if not is_sqlite(self.engine):  # SQLite: one BEGIN already reads one snapshot
+                await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            yield session
+
+    async def _game_records(
+        self, session: AsyncSession, condition: ColumnElement[bool]
+    ) -> list[GameRecord]:
+        statement = _info_query().where(condition).order_by(GameRow.created_at, GameRow.id)
+        infos = [_info(*row) for row in (await session.execute(statement)).all()]
+        if not infos:
+            return []
+        chosen = select(GameRow.id).where(condition)
+        moves: dict[str, list[MoveRecord]] = {info.id: [] for info in infos}
+        chat: dict[str, list[ChatRecord]] = {info.id: [] for info in infos}
+        move_rows = await session.scalars(
+            select(MoveRow)
+            .where(MoveRow.game_id.in_(chosen))
+            .order_by(MoveRow.game_id, MoveRow.ply)
+        )
+        for move in move_rows:
+            if move.game_id in moves:
+                moves[move.game_id].append(_move(move))
+        chat_rows = await session.execute(
+            select(ChatRow, UserRow.name)
+            .join(UserRow, UserRow.id == ChatRow.user_id)
+            .where(ChatRow.game_id.in_(chosen))
+            .order_by(ChatRow.game_id, ChatRow.seq)
+        )
+        for line, user_name in chat_rows:
+            if line.game_id in chat:
+                chat[line.game_id].append(_chat(line, user_name))
+        return [GameRecord(info, tuple(moves[info.id]), tuple(chat[info.id])) for info in infos]
+
+
+# -- queries and conversions -----------------------------------------------------------------
+
+
+def _info_query() -> Select[Any]:
+    first, second = aliased(UserRow), aliased(UserRow)
+    plies = (
+        select(func.count())
+        .select_from(MoveRow)
+        .where(MoveRow.game_id == GameRow.id)
+        .correlate(GameRow)
+        .scalar_subquery()
+    )
+    return (
+        select(GameRow, first.name, second.name, plies)
+        .join(first, first.id == GameRow.player0_id)
+        .join(second, second.id == GameRow.player1_id)
+    )
+
+
+def _ids_by_seat(
+    conditions: Sequence[ColumnElement[bool]],
+    player_id: int | None,
+    winner_id: int | None,
+    limit: int,
+) -> Select[Any]:
+    """The newest ``limit`` matching game ids from each seat of the anchor user.
+
+    One indexed range scan per seat, (playerN_id, ended_at, id), instead of an OR that
+    would read all of a prolific player's games to sort them.
+    """
+    anchor = player_id if player_id is not None else winner_id
+    branches = []
+    for seat, column in enumerate((GameRow.player0_id, GameRow.player1_id)):
+        where = [*conditions, column == anchor]
+        if player_id is None:
+            where.append(GameRow.winner == seat)
+        elif winner_id is not None:
+            where.append(_won_by(winner_id))
+        branch = (
+            select(GameRow.id)
+            .where(*where)
+            .order_by(GameRow.ended_at.desc(), GameRow.id.desc())
+            .limit(limit)
+            .subquery()
+        )
+        branches.append(select(branch.c.id))
+    return select(union(*branches).subquery().c.id)
+
+
+def _won_by(user_id: int) -> ColumnElement[bool]:
+    return or_(
+        and_(GameRow.player0_id == user_id, GameRow.winner == 0),
+        and_(GameRow.player1_id == user_id, GameRow.winner == 1),
+    )
+
+
+def _encode_cursor(info: GameInfo) -> str:
+    assert info.ended_at is not None
+    raw = json.dumps([info.ended_at.isoformat(), info.id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        ended_at_text, game_id = json.loads(raw)
+        ended_at = datetime.fromisoformat(ended_at_text)
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise InvalidCursor(f"not a listing cursor: {cursor!r}") from exc
+    if ended_at.tzinfo is None or not isinstance(game_id, str):
+        raise InvalidCursor(f"not a listing cursor: {cursor!r}")
+    return ended_at, game_id
+
+
+def _user(row: Any) -> User:
+    return User(
+        id=row.id,
+        name=row.name,
+        kind=row.kind,
+        password_hash=row.password_hash,
+        created_at=row.created_at,
+        failed_logins=row.failed_logins,
+        locked_until=row.locked_until,
+    )
+
+
+def _token(row: ApiTokenRow) -> Token:
+    return Token(
+        id=row.id,
+        user_id=row.user_id,
+        kind=cast(TokenKind, row.kind),
+        label=row.label,
+        created_at=row.created_at,
+        last_used_at=row.last_used_at,
+        expires_at=row.expires_at,
+        revoked_at=row.revoked_at,
+    )
+
+
+def _info(row: GameRow, name0: str, name1: str, plies: int) -> GameInfo:
+    return GameInfo(
+        id=row.id,
+        game_key=row.game_key,
+        options=row.options,
+        clock=row.clock,
+        rules_version=row.rules_version,
+        player_ids=(row.player0_id, row.player1_id),
+        players=(name0, name1),
+        status=cast(GameStatus, row.status),
+        winner=row.winner,
+        reason=row.reason,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        last_seq=row.last_seq,
+        plies=plies,
+    )
+
+
+def _move(row: MoveRow) -> MoveRecord:
+    return MoveRecord(
+        ply=row.ply,
+        seq=row.seq,
+        move=row.move,
+        player=row.player,
+        ms_used=row.ms_used,
+        clock_ms=row.clock_ms,
+        played_at=row.played_at,
+    )
+
+
+def _chat(row: ChatRow, user_name: str) -> ChatRecord:
+    return ChatRecord(
+        seq=row.seq,
+        user_id=row.user_id,
+        user_name=user_name,
+        text=row.text,
+        sent_at=row.sent_at,
+    )

@@ -1,0 +1,51 @@
+"""Storage for a running server: one engine, migrated, with its Store and CommitQueue."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from .db import SqliteSynchronous, make_engine
+from .migrate import upgrade
+from .repo import Store
+from .writer import CommitQueue
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    engine: AsyncEngine
+    store: Store
+    writer: CommitQueue
+
+
+@asynccontextmanager
+async def open_storage(
+    url: str | URL,
+    *,
+    sqlite_synchronous: SqliteSynchronous = "FULL",
+    migrate: bool = True,
+    max_batch: int = 256,
+) -> AsyncIterator[Storage]:
+    """Open the database for serving: migrate it, start the writer; on exit flush and close.
+
+    Call it from ``main()`` (never at import time)::
+
+        async with open_storage(url) as storage:
+            await serve(storage.store, storage.writer)
+    """
+    engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
+    try:
+        if migrate:
+            await upgrade(engine)
+        writer = CommitQueue(engine, max_batch=max_batch)
+        writer.start()
+        try:
+            yield Storage(engine, Store(engine), writer)
+        finally:
+            await writer.close()
+    finally:
+        await engine.dispose()

@@ -1,0 +1,358 @@
+"""Group commit: moves, chat lines and game ends of every game, written together.
+
+A move is acknowledged to the players only once it is durable, and a durable commit costs
+an fsync. Committing each move on its own would cap the whole server at one move per fsync,
+so ``CommitQueue`` runs one asyncio task that takes everything queued since its last commit
+(up to ``max_batch`` items), writes it in ONE transaction with Core bulk inserts (one
+``executemany`` per table, no ORM objects), commits, and only then resolves each caller's
+``await queue.submit(item)``. While one commit is in flight the next batch gathers, so the
+batch size adapts to the load by itself, with no timer.
+
+If the batch transaction fails on a uniqueness or reference rule (a duplicate ``(game_id,
+ply)``, an unknown game), nothing of it was stored; the batch is then written again item by
+item, each in its own transaction, so only the offending items fail (``Conflict``) and the
+others are stored and acknowledged. Any other database failure fails every item of the batch
+with ``WriteFailed``: nothing is acknowledged that is not stored.
+
+Lifecycle::
+
+    queue = CommitQueue(engine)
+    queue.start()                         # inside the running event loop
+    await queue.submit(MovePlayed(...))   # returns once committed; raises StorageError
+    await queue.close()                   # stops accepting, writes what is queued, stops
+
+A caller cancelled while waiting does not withdraw its item: it is still written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from types import TracebackType
+from typing import Any, cast
+
+from sqlalchemy import Table, Update, insert, update
+from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from .errors import Conflict, GameNotPlaying, StorageError, WriteFailed, WriterClosed
+from .models import ChatRow, GameRow, MoveRow
+from .records import FinishedStatus
+
+log = logging.getLogger(__name__)
+
+_MOVES = cast(Table, MoveRow.__table__)
+_CHAT = cast(Table, ChatRow.__table__)
+_GAMES = cast(Table, GameRow.__table__)
+MAX_MOVE_TEXT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class MovePlayed:
+    """A move accepted by the engine. ``clock_ms``: the mover's time left after it."""
+
+    game_id: str
+    ply: int
+    seq: int
+    move: str
+    player: int
+    ms_used: int
+    clock_ms: int | None
+    played_at: datetime
+
+    def __post_init__(self) -> None:
+        _check_seat("player", self.player)
+        _check_at_least("ply", self.ply, 0)
+        _check_at_least("seq", self.seq, 0)
+        _check_at_least("ms_used", self.ms_used, 0)
+        if not self.move or len(self.move) > MAX_MOVE_TEXT:
+            raise ValueError(f"move text must be 1..{MAX_MOVE_TEXT} characters: {self.move!r}")
+        _check_aware("played_at", self.played_at)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSent:
+    """A chat line said in a game."""
+
+    game_id: str
+    seq: int
+    user_id: int
+    text: str
+    sent_at: datetime
+
+    def __post_init__(self) -> None:
+        _check_at_least("seq", self.seq, 0)
+        _check_aware("sent_at", self.sent_at)
+
+
+@dataclass(frozen=True, slots=True)
+class GameFinished:
+    """The end of a game: ``winner`` is a seat or None; ``status`` over or aborted."""
+
+    game_id: str
+    winner: int | None
+    reason: str
+    seq: int
+    ended_at: datetime
+    status: FinishedStatus = "over"
+
+    def __post_init__(self) -> None:
+        if self.status not in ("over", "aborted"):
+            raise ValueError(f"a game ends as over or aborted, not {self.status!r}")
+        if self.winner is not None:
+            _check_seat("winner", self.winner)
+            if self.status != "over":
+                raise ValueError("an aborted game has no winner")
+        _check_at_least("seq", self.seq, 0)
+        _check_aware("ended_at", self.ended_at)
+
+
+def _check_seat(name: str, value: int) -> None:
+    if value not in (0, 1):
+        raise ValueError(f"{name} must be a seat, 0 or 1, not {value!r}")
+
+
+def _check_at_least(name: str, value: int, minimum: int) -> None:
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, not {value!r}")
+
+
+def _check_aware(name: str, value: datetime) -> None:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} must be an aware datetime, not {value!r}")
+
+
+Item = MovePlayed | ChatSent | GameFinished
+
+
+@dataclass(slots=True)
+class WriterStats:
+    """Counters for monitoring and tests."""
+
+    transactions: int = 0  # committed transactions, batch or single-item retries
+    batches: int = 0  # batches taken from the queue
+    stored: int = 0  # items committed and acknowledged
+    failed: int = 0  # items rejected
+    isolated: int = 0  # batches retried item by item after a conflict
+
+
+async def write_items(conn: AsyncConnection, items: Sequence[Item]) -> list[StorageError | None]:
+    """Write items inside the caller's transaction; per item, None or why it was not applied.
+
+    Raises IntegrityError if any item breaks a constraint: the caller rolls back.
+    """
+    moves = [_move_params(item) for item in items if isinstance(item, MovePlayed)]
+    chat = [_chat_params(item) for item in items if isinstance(item, ChatSent)]
+    if moves:
+        await conn.execute(insert(_MOVES), moves)
+    if chat:
+        await conn.execute(insert(_CHAT), chat)
+    outcomes: list[StorageError | None] = [None] * len(items)
+    for index, item in enumerate(items):
+        if isinstance(item, GameFinished):
+            result = await conn.execute(_finish_statement(item))
+            if result.rowcount != 1:
+                outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
+    return outcomes
+
+
+def _move_params(item: MovePlayed) -> dict[str, Any]:
+    return {
+        "game_id": item.game_id,
+        "ply": item.ply,
+        "seq": item.seq,
+        "move": item.move,
+        "player": item.player,
+        "ms_used": item.ms_used,
+        "clock_ms": item.clock_ms,
+        "played_at": item.played_at,
+    }
+
+
+def _chat_params(item: ChatSent) -> dict[str, Any]:
+    return {
+        "game_id": item.game_id,
+        "seq": item.seq,
+        "user_id": item.user_id,
+        "text": item.text,
+        "sent_at": item.sent_at,
+    }
+
+
+def _finish_statement(item: GameFinished) -> Update:
+    return (
+        update(_GAMES)
+        .where(_GAMES.c.id == item.game_id, _GAMES.c.status == "playing")
+        .values(
+            status=item.status,
+            winner=item.winner,
+            reason=item.reason,
+            last_seq=item.seq,
+            ended_at=item.ended_at,
+        )
+    )
+
+
+_Entry = tuple[Item, "asyncio.Future[None]"]
+
+
+class CommitQueue:
+    """Commits submitted items in batches from one task; see the module docstring."""
+
+    def __init__(
+        self, engine: AsyncEngine, *, max_batch: int = 256, max_pending: int = 10_000
+    ) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, not {max_batch}")
+        self._engine = engine
+        self._max_batch = max_batch
+        self._queue: asyncio.Queue[_Entry | None] = asyncio.Queue(maxsize=max_pending)
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self.stats = WriterStats()
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Start the writing task in the running event loop."""
+        if self._closed:
+            raise WriterClosed("the commit queue is closed")
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name="tessera-commit-queue"
+            )
+
+    async def submit(self, item: Item) -> None:
+        """Queue an item and return once it is committed.
+
+        Raises Conflict (the item breaks a rule; not stored), WriteFailed (the database
+        failed; not stored) or WriterClosed (not queued).
+        """
+        if not isinstance(item, MovePlayed | ChatSent | GameFinished):
+            raise TypeError(f"cannot store {type(item).__name__}")
+        if self._closed or self._task is None:
+            raise WriterClosed("the commit queue is closed" if self._closed else "not started")
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        await self._queue.put((item, future))
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(_log_unobserved_failure)
+            raise
+
+    async def close(self) -> None:
+        """Stop accepting items, write everything already queued, and stop the task."""
+        if self._closed:
+            if self._task is not None:
+                await asyncio.shield(self._task)
+            return
+        self._closed = True
+        if self._task is None:
+            return
+        await self._queue.put(None)
+        await asyncio.shield(self._task)
+
+    async def __aenter__(self) -> CommitQueue:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            entry = await self._queue.get()
+            if entry is None:
+                break
+            batch = [entry]
+            while len(batch) < self._max_batch:
+                try:
+                    entry = self._queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    break
+                if entry is None:
+                    stopping = True
+                    break
+                batch.append(entry)
+            try:
+                await self._commit(batch)
+            except asyncio.CancelledError:
+                _fail(batch, lambda: WriteFailed("the commit queue was cancelled mid-commit"))
+                raise
+            except Exception as exc:  # a bug here must not hang every caller
+                log.exception("commit queue: unexpected failure")
+                _fail(batch, partial(_write_failed, exc))
+
+    async def _commit(self, batch: list[_Entry]) -> None:
+        self.stats.batches += 1
+        items = [item for item, _ in batch]
+        try:
+            async with self._engine.begin() as conn:
+                outcomes = await write_items(conn, items)
+        except (IntegrityError, DataError):
+            self.stats.isolated += 1
+            log.warning("commit queue: batch of %d refused; retrying item by item", len(batch))
+            await self._commit_one_by_one(batch)
+            return
+        except Exception as exc:
+            log.error("commit queue: batch of %d not stored: %s", len(batch), exc)
+            self.stats.failed += len(batch)
+            _fail(batch, partial(_write_failed, exc))
+            return
+        self.stats.transactions += 1
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            self._resolve(future, outcome)
+
+    async def _commit_one_by_one(self, batch: list[_Entry]) -> None:
+        for item, future in batch:
+            outcome: StorageError | None
+            try:
+                async with self._engine.begin() as conn:
+                    [outcome] = await write_items(conn, [item])
+                self.stats.transactions += 1
+            except IntegrityError as exc:
+                outcome = Conflict(f"{item!r} not stored: {exc.orig}")
+                outcome.__cause__ = exc
+            except Exception as exc:
+                outcome = _write_failed(exc)
+            self._resolve(future, outcome)
+
+    def _resolve(self, future: asyncio.Future[None], outcome: StorageError | None) -> None:
+        if outcome is None:
+            self.stats.stored += 1
+            if not future.done():
+                future.set_result(None)
+        else:
+            self.stats.failed += 1
+            if not future.done():
+                future.set_exception(outcome)
+
+
+def _write_failed(exc: BaseException) -> WriteFailed:
+    error = WriteFailed(f"not stored: {exc}")
+    error.__cause__ = exc
+    return error
+
+
+def _fail(batch: list[_Entry], make_error: Callable[[], StorageError]) -> None:
+    for _, future in batch:
+        if not future.done():
+            future.set_exception(make_error())
+
+
+def _log_unobserved_failure(future: asyncio.Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("commit queue: an item whose submitter went away was not stored: %s",
+                  future.exception())

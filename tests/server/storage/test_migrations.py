@@ -1,0 +1,90 @@
+"""The real migrations build the schema the models describe, on every backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection
+
+from server.storage import current_revision, downgrade, head_revision, upgrade
+from server.storage.migrate import migrations_dir
+from server.storage.models import Base
+
+from .conftest import Database
+
+TABLES = {"users", "api_tokens", "games", "moves", "chat"}
+
+
+async def _tables(db: Database) -> set[str]:
+    engine = db.engine()
+    async with engine.connect() as conn:
+        names = await conn.run_sync(lambda sync: set(inspect(sync).get_table_names()))
+    await engine.dispose()
+    return names
+
+
+def _schema_diff(connection: Connection) -> list[Any]:
+    context = MigrationContext.configure(
+        connection, opts={"compare_type": True, "compare_server_default": True}
+    )
+    return list(compare_metadata(context, Base.metadata))
+
+
+async def test_upgrade_builds_an_empty_database_and_is_idempotent(db: Database) -> None:
+    engine = db.engine()
+    assert await current_revision(engine) is None
+    await db.upgrade()
+    assert await current_revision(engine) == head_revision()
+    assert await _tables(db) == TABLES | {"alembic_version"}
+    await db.upgrade()  # again: nothing to do, nothing breaks
+    assert await current_revision(engine) == head_revision()
+
+
+async def test_models_match_migrations(db: Database) -> None:
+    await db.upgrade()
+    engine = db.engine()
+    async with engine.connect() as conn:
+        assert await conn.run_sync(_schema_diff) == []
+    async with engine.begin() as conn:  # and the comparison does see drift
+        await conn.exec_driver_sql("DROP INDEX ix_games_ended_at_id")
+    async with engine.connect() as conn:
+        [(operation, index)] = await conn.run_sync(_schema_diff)
+    assert (operation, index.name) == ("add_index", "ix_games_ended_at_id")
+
+
+async def test_downgrade_to_base_and_back(db: Database) -> None:
+    engine = db.engine()
+    await db.upgrade()
+    await downgrade(engine, "base")
+    assert await _tables(db) == {"alembic_version"}
+    assert await current_revision(engine) is None
+    await upgrade(engine)
+    assert await _tables(db) == TABLES | {"alembic_version"}
+
+
+async def test_sqlite_foreign_keys_are_back_on_after_migrating(tmp_path: Path) -> None:
+    # Migrations switch them off on their connection; an engine's pool must not keep that.
+    from server.storage import make_engine, sqlite_url
+
+    engine = make_engine(sqlite_url(tmp_path / "fk.db"))
+    try:
+        await upgrade(engine)
+        async with engine.connect() as conn:
+            assert (await conn.exec_driver_sql("PRAGMA foreign_keys")).scalar() == 1
+    finally:
+        await engine.dispose()
+
+
+def test_migrations_are_found_without_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert head_revision() == "0001"
+    directory = migrations_dir()
+    for shipped in ("env.py", "script.py.mako", "alembic.ini", "versions/0001_initial_schema.py"):
+        assert (directory / shipped).is_file(), shipped
