@@ -1,0 +1,711 @@
+"""Every message of protocol version 1, one frozen dataclass each, validated when built.
+
+A message is one msgpack map on the wire: ``"t"`` (its type) first, then its fields in
+the order declared here. Field types and bounds are the annotations (see
+:mod:`protocol.values`); building a message with a bad value raises
+:class:`~protocol.errors.InvalidMessage`. ``from_`` is ``"from"`` on the wire.
+
+Client -> server requests all carry ``id``, echoed by their reply (or by an ``error``).
+Server -> client replies carry that ``id``; events carry none, and game events carry
+``game_id`` and ``seq``. :data:`ClientMessage` and :data:`ServerMessage` are the unions
+the codec decodes to; :data:`Reply`, :data:`Event` and :data:`GameEvent` split the latter.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass
+from typing import Annotated, ClassVar
+
+from protocol._schema import Ints, Items, Struct, Text, set_field
+from protocol.errors import InvalidMessage
+from protocol.games import normalize_options
+from protocol.limits import (
+    DEFAULT_LIST_LIMIT,
+    MAX_CHAT_CHARS,
+    MAX_ERROR_MESSAGE_CHARS,
+    MAX_LIST_LIMIT,
+    MAX_PASSWORD_CHARS,
+    MAX_SAFE_INT,
+    MAX_SOFTWARE_CHARS,
+    MIN_REGISTER_PASSWORD_CHARS,
+)
+from protocol.values import (
+    MAX_LISTED,
+    ChallengeEnd,
+    ChallengeId,
+    Clock,
+    Color,
+    Cursor,
+    EndReason,
+    GameId,
+    GameInfo,
+    GameKey,
+    Limits,
+    Millis,
+    MoveText,
+    OpenSeek,
+    Options,
+    Ply,
+    Record,
+    RequestId,
+    ResultFilter,
+    Seat,
+    SeekId,
+    Seq,
+    SinceSeq,
+    Snapshot,
+    StatusFilter,
+    Summary,
+    Token,
+    User,
+    Username,
+    Version,
+    check_winner,
+)
+
+Software = Annotated[str, Text(0, MAX_SOFTWARE_CHARS)]
+Password = Annotated[str, Text(1, MAX_PASSWORD_CHARS, printable=False)]
+NewPassword = Annotated[str, Text(MIN_REGISTER_PASSWORD_CHARS, MAX_PASSWORD_CHARS, printable=False)]
+ChatText = Annotated[str, Text(1, MAX_CHAT_CHARS)]
+CodeText = Annotated[str, Text(1, 64, pattern=r"[a-z][a-z0-9_]*")]
+ErrorText = Annotated[str, Text(0, MAX_ERROR_MESSAGE_CHARS)]
+
+
+class Message(Struct):
+    """Base of all messages: tagged by ``"t"``."""
+
+    __slots__ = ()
+    TAG_KEY: ClassVar[str] = "t"
+
+
+# Client -> server ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hello(Message):
+    """First frame of a connection: the protocol version the client speaks."""
+
+    TAG = "hello"
+    id: RequestId
+    version: Version
+    client: Software = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Register(Message):
+    """Create an account and log in as it."""
+
+    TAG = "register"
+    id: RequestId
+    username: Username
+    password: NewPassword
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Login(Message):
+    """Log in with a username and password."""
+
+    TAG = "login"
+    id: RequestId
+    username: Username
+    password: Password
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Guest(Message):
+    """Log in as a new guest with a generated name."""
+
+    TAG = "guest"
+    id: RequestId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthToken(Message):
+    """Log in with a bot API token or a session token from an earlier ``authed``."""
+
+    TAG = "auth_token"
+    id: RequestId
+    token: Token
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Logout(Message):
+    """End the login (the connection stays open) and revoke its session token."""
+
+    TAG = "logout"
+    id: RequestId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LobbySubscribe(Message):
+    """Get the lobby (seeks, players online) and its changes from now on."""
+
+    TAG = "lobby_subscribe"
+    id: RequestId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LobbyUnsubscribe(Message):
+    """Stop lobby events."""
+
+    TAG = "lobby_unsubscribe"
+    id: RequestId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seek(Message):
+    """Offer a game to anyone; ``options`` are normalised (defaults filled) when built."""
+
+    TAG = "seek"
+    id: RequestId
+    game: GameKey
+    options: Options
+    clock: Clock
+
+    def _check(self) -> None:
+        set_field(self, "options", normalize_options("seek", self.game, self.options))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelSeek(Message):
+    """Withdraw one's own open seek."""
+
+    TAG = "cancel_seek"
+    id: RequestId
+    seek_id: SeekId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptSeek(Message):
+    """Take another user's open seek: the game starts."""
+
+    TAG = "accept_seek"
+    id: RequestId
+    seek_id: SeekId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Challenge(Message):
+    """Offer a game to one online user; ``color`` is the seat the challenger takes."""
+
+    TAG = "challenge"
+    id: RequestId
+    to: Username
+    game: GameKey
+    options: Options
+    clock: Clock
+    color: Color = "random"
+
+    def _check(self) -> None:
+        set_field(self, "options", normalize_options("challenge", self.game, self.options))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptChallenge(Message):
+    """Accept a challenge addressed to oneself: the game starts."""
+
+    TAG = "accept_challenge"
+    id: RequestId
+    challenge_id: ChallengeId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeclineChallenge(Message):
+    """Refuse a challenge addressed to oneself."""
+
+    TAG = "decline_challenge"
+    id: RequestId
+    challenge_id: ChallengeId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelChallenge(Message):
+    """Withdraw one's own challenge."""
+
+    TAG = "cancel_challenge"
+    id: RequestId
+    challenge_id: ChallengeId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Move(Message):
+    """Play ``move`` (text notation) as the move at ``ply`` (moves already played)."""
+
+    TAG = "move"
+    id: RequestId
+    game_id: GameId
+    ply: Ply
+    move: MoveText
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resign(Message):
+    """Give up a game: the opponent wins."""
+
+    TAG = "resign"
+    id: RequestId
+    game_id: GameId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Abort(Message):
+    """End a game that is still ``waiting`` with no winner."""
+
+    TAG = "abort"
+    id: RequestId
+    game_id: GameId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimWin(Message):
+    """Win a game whose opponent left and did not come back within ``claim_after_ms``."""
+
+    TAG = "claim_win"
+    id: RequestId
+    game_id: GameId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chat(Message):
+    """Say something in a game one plays."""
+
+    TAG = "chat"
+    id: RequestId
+    game_id: GameId
+    text: ChatText
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Watch(Message):
+    """Spectate a game: its snapshot, then its events."""
+
+    TAG = "watch"
+    id: RequestId
+    game_id: GameId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unwatch(Message):
+    """Stop a game's events."""
+
+    TAG = "unwatch"
+    id: RequestId
+    game_id: GameId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resume(Message):
+    """(Re)attach to a game after a reconnect: the events after ``since_seq``."""
+
+    TAG = "resume"
+    id: RequestId
+    game_id: GameId
+    since_seq: SinceSeq
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListGames(Message):
+    """A page of games, newest first, filtered; ``cursor`` continues a previous page."""
+
+    TAG = "list_games"
+    id: RequestId
+    player: Username | None = None
+    game: GameKey | None = None
+    result: ResultFilter | None = None
+    status: StatusFilter | None = None
+    cursor: Cursor | None = None
+    limit: Annotated[int, Ints(1, MAX_LIST_LIMIT)] = DEFAULT_LIST_LIMIT
+
+    def _check(self) -> None:
+        if self.result is not None and self.player is None:
+            raise InvalidMessage("list_games.result: needs 'player' (won or lost by whom)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetGame(Message):
+    """The full record of one game, finished or not."""
+
+    TAG = "get_game"
+    id: RequestId
+    game_id: GameId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ping(Message):
+    """Application-level liveness check and round-trip measurement."""
+
+    TAG = "ping"
+    id: RequestId
+
+
+ClientMessage = (
+    Hello
+    | Register
+    | Login
+    | Guest
+    | AuthToken
+    | Logout
+    | LobbySubscribe
+    | LobbyUnsubscribe
+    | Seek
+    | CancelSeek
+    | AcceptSeek
+    | Challenge
+    | AcceptChallenge
+    | DeclineChallenge
+    | CancelChallenge
+    | Move
+    | Resign
+    | Abort
+    | ClaimWin
+    | Chat
+    | Watch
+    | Unwatch
+    | Resume
+    | ListGames
+    | GetGame
+    | Ping
+)
+
+
+# Server -> client: replies ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Welcome(Message):
+    """Answer to ``hello``: the version spoken, the server's limits and its games."""
+
+    TAG = "welcome"
+    id: RequestId
+    version: Version
+    server: Software
+    limits: Limits
+    games: Annotated[tuple[GameInfo, ...], Items(0, 64)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Authed(Message):
+    """Answer to a login: who one is, a session token, and the games one is playing."""
+
+    TAG = "authed"
+    id: RequestId
+    user: User
+    session_token: Token
+    active_games: Annotated[tuple[GameId, ...], Items(0, 1000)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ok(Message):
+    """Plain success for requests that return nothing else."""
+
+    TAG = "ok"
+    id: RequestId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeekCreated(Message):
+    """Answer to ``seek``."""
+
+    TAG = "seek_created"
+    id: RequestId
+    seek_id: SeekId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChallengeCreated(Message):
+    """Answer to ``challenge``."""
+
+    TAG = "challenge_created"
+    id: RequestId
+    challenge_id: ChallengeId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MoveAck(Message):
+    """Answer to ``move``: the move is stored; ``seq`` is the ``moved`` event's number."""
+
+    TAG = "move_ack"
+    id: RequestId
+    game_id: GameId
+    ply: Ply
+    seq: Seq
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameState(Message):
+    """A game's full snapshot: answer to ``watch`` or ``resume``; no ``id`` if unasked."""
+
+    TAG = "game_state"
+    id: RequestId | None = None
+    game: Snapshot
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lobby(Message):
+    """Answer to ``lobby_subscribe``: open seeks and users online."""
+
+    TAG = "lobby"
+    id: RequestId
+    seeks: Annotated[tuple[OpenSeek, ...], Items(0, MAX_LISTED)]
+    players: Annotated[tuple[User, ...], Items(0, MAX_LISTED)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameList(Message):
+    """Answer to ``list_games``; ``next_cursor`` is absent on the last page."""
+
+    TAG = "game_list"
+    id: RequestId
+    games: Annotated[tuple[Summary, ...], Items(0, MAX_LIST_LIMIT)]
+    next_cursor: Cursor | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameRecord(Message):
+    """Answer to ``get_game``."""
+
+    TAG = "game_record"
+    id: RequestId
+    record: Record
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pong(Message):
+    """Answer to ``ping``."""
+
+    TAG = "pong"
+    id: RequestId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorReply(Message):
+    """A request failed (``id`` absent if the frame could not be read); see ErrorCode.
+
+    ``retry_after_ms`` comes with ``rate_limited`` and ``locked_out``; ``game_id`` names
+    the game a game request failed for.
+    """
+
+    TAG = "error"
+    id: RequestId | None = None
+    code: CodeText
+    message: ErrorText
+    retry_after_ms: Millis | None = None
+    game_id: GameId | None = None
+
+
+def error_reply(
+    code: str,
+    message: str,
+    *,
+    id: int | None = None,
+    game_id: str | None = None,
+    retry_after_ms: int | None = None,
+) -> ErrorReply:
+    """An ``error`` message, its text made printable and cut to the limit."""
+    text = "".join(c if c.isprintable() else " " for c in message)
+    if len(text) > MAX_ERROR_MESSAGE_CHARS:
+        text = text[: MAX_ERROR_MESSAGE_CHARS - 3] + "..."
+    if retry_after_ms is not None:
+        retry_after_ms = max(0, min(retry_after_ms, MAX_SAFE_INT))
+    return ErrorReply(
+        id=id, code=code, message=text, retry_after_ms=retry_after_ms, game_id=game_id
+    )
+
+
+# Server -> client: events -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameStarted(Message):
+    """A game one plays has begun (also attaches this connection to it)."""
+
+    TAG = "game_started"
+    game_id: GameId
+    seq: Seq
+    snapshot: Snapshot
+
+    def _check(self) -> None:
+        if self.snapshot.game_id != self.game_id or self.snapshot.seq != self.seq:
+            raise InvalidMessage("game_started.snapshot: game_id and seq must match the event")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Moved(Message):
+    """A move was played (by anyone, oneself included); clocks are after the move."""
+
+    TAG = "moved"
+    game_id: GameId
+    seq: Seq
+    ply: Ply
+    move: MoveText
+    by: Seat
+    ms_used: Millis
+    clocks_ms: tuple[Millis, Millis] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameOver(Message):
+    """The game ended; ``winner`` is absent exactly when ``reason`` is ``abort``."""
+
+    TAG = "game_over"
+    game_id: GameId
+    seq: Seq
+    winner: Seat | None = None
+    reason: EndReason
+
+    def _check(self) -> None:
+        check_winner("game_over", self.winner, self.reason)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatMessage(Message):
+    """A player said something in the game."""
+
+    TAG = "chat_message"
+    game_id: GameId
+    seq: Seq
+    from_: Username
+    text: ChatText
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpponentLeft(Message):
+    """A player lost all connections; the other may ``claim_win`` after ``claim_after_ms``."""
+
+    TAG = "opponent_left"
+    game_id: GameId
+    seq: Seq
+    player: Seat
+    claim_after_ms: Millis
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpponentBack(Message):
+    """A player who left is connected to the game again."""
+
+    TAG = "opponent_back"
+    game_id: GameId
+    seq: Seq
+    player: Seat
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChallengeReceived(Message):
+    """Someone challenges you; ``color`` is the seat the challenger takes."""
+
+    TAG = "challenge_received"
+    challenge_id: ChallengeId
+    from_: User
+    game: GameKey
+    options: Options
+    clock: Clock
+    color: Color
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChallengeEnded(Message):
+    """A challenge one sent or received is gone (accepted, declined or cancelled)."""
+
+    TAG = "challenge_ended"
+    challenge_id: ChallengeId
+    reason: ChallengeEnd
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeekAdded(Message):
+    """Lobby: a seek was opened."""
+
+    TAG = "seek_added"
+    seek: OpenSeek
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeekRemoved(Message):
+    """Lobby: a seek was accepted, cancelled or dropped."""
+
+    TAG = "seek_removed"
+    seek_id: SeekId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlayerOnline(Message):
+    """Lobby: a user connected (first connection)."""
+
+    TAG = "player_online"
+    user: User
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlayerOffline(Message):
+    """Lobby: a user disconnected (last connection)."""
+
+    TAG = "player_offline"
+    name: Username
+
+
+Reply = (
+    Welcome
+    | Authed
+    | Ok
+    | SeekCreated
+    | ChallengeCreated
+    | MoveAck
+    | GameState
+    | Lobby
+    | GameList
+    | GameRecord
+    | Pong
+    | ErrorReply
+)
+GameEvent = GameStarted | Moved | GameOver | ChatMessage | OpponentLeft | OpponentBack
+Event = (
+    GameEvent
+    | ChallengeReceived
+    | ChallengeEnded
+    | SeekAdded
+    | SeekRemoved
+    | PlayerOnline
+    | PlayerOffline
+)
+ServerMessage = Reply | Event
+
+
+def _by_tag(union: object) -> dict[str, type[Message]]:
+    return {cls.TAG: cls for cls in typing.get_args(union)}
+
+
+CLIENT_MESSAGES: dict[str, type[Message]] = _by_tag(ClientMessage)
+"""Client message classes by their ``"t"``."""
+SERVER_MESSAGES: dict[str, type[Message]] = _by_tag(ServerMessage)
+"""Server message classes by their ``"t"``."""
+
+REPLIES: dict[type[Message], tuple[type[Message], ...]] = {
+    Hello: (Welcome,),
+    Register: (Authed,),
+    Login: (Authed,),
+    Guest: (Authed,),
+    AuthToken: (Authed,),
+    Logout: (Ok,),
+    LobbySubscribe: (Lobby,),
+    LobbyUnsubscribe: (Ok,),
+    Seek: (SeekCreated,),
+    CancelSeek: (Ok,),
+    AcceptSeek: (Ok,),
+    Challenge: (ChallengeCreated,),
+    AcceptChallenge: (Ok,),
+    DeclineChallenge: (Ok,),
+    CancelChallenge: (Ok,),
+    Move: (MoveAck,),
+    Resign: (Ok,),
+    Abort: (Ok,),
+    ClaimWin: (Ok,),
+    Chat: (Ok,),
+    Watch: (GameState,),
+    Unwatch: (Ok,),
+    Resume: (Ok, GameState),
+    ListGames: (GameList,),
+    GetGame: (GameRecord,),
+    Ping: (Pong,),
+}
+"""The success reply (or replies) of each request; any request may get ``error``."""

@@ -1,0 +1,259 @@
+"""The value types that messages are built from: bounded scalars and small structures.
+
+The scalar aliases are plain ``int``/``str`` to the type checker and carry their wire
+bounds for the codec (see :mod:`protocol._schema`). The structures are frozen dataclasses
+that validate when built, like the messages that contain them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from protocol._schema import Free, Ints, Items, Struct, Text
+from protocol.errors import InvalidMessage
+from protocol.limits import (
+    MAX_CLOCK_MS,
+    MAX_CURSOR_CHARS,
+    MAX_DAYS_PER_MOVE,
+    MAX_INCREMENT_MS,
+    MAX_INT32,
+    MAX_MOVE_CHARS,
+    MAX_OPTION_STRING_CHARS,
+    MAX_OPTIONS,
+    MAX_SAFE_INT,
+    MAX_TOKEN_CHARS,
+    MIN_CLOCK_MS,
+)
+
+# Scalars ------------------------------------------------------------------------------------
+
+RequestId = Annotated[int, Ints(0, MAX_INT32)]
+"""Chosen by the client, echoed by the reply."""
+GameId = Annotated[str, Text(1, 32, pattern=r"[0-9A-Za-z_-]+")]
+"""Chosen by the server when the game is created, e.g. ``"k3v9q2x7ma"``; never reused."""
+SeekId = Annotated[int, Ints(1, MAX_INT32)]
+ChallengeId = Annotated[int, Ints(1, MAX_INT32)]
+Ply = Annotated[int, Ints(0, MAX_INT32)]
+"""Number of moves played before this one; the first move of a game is ply 0."""
+Seq = Annotated[int, Ints(1, MAX_INT32)]
+"""Per-game event number: 1 for game_started, then +1 for every game event."""
+SinceSeq = Annotated[int, Ints(0, MAX_INT32)]
+Millis = Annotated[int, Ints(0, MAX_SAFE_INT)]
+"""A duration in milliseconds."""
+EpochMillis = Annotated[int, Ints(0, MAX_SAFE_INT)]
+"""A time in milliseconds since 1970-01-01T00:00:00Z."""
+Version = Annotated[int, Ints(0, 65535)]
+Seat = Literal[0, 1]
+"""A player's index: 0 moves first."""
+
+Username = Annotated[str, Text(2, 20, pattern=r"[A-Za-z][A-Za-z0-9_-]*")]
+GameKey = Annotated[str, Text(1, 32, pattern=r"[a-z][a-z0-9_]*")]
+OptionName = Annotated[str, Text(1, 32, pattern=r"[a-z][a-z0-9_]*")]
+OptionValue = (
+    Annotated[int, Ints(-MAX_INT32 - 1, MAX_INT32)]
+    | Annotated[str, Text(1, MAX_OPTION_STRING_CHARS)]
+)
+Options = Annotated[dict[OptionName, OptionValue], Items(0, MAX_OPTIONS)]
+"""A game's options by name, e.g. ``{"size": 9}``; values are ints or choice strings."""
+MoveText = Annotated[str, Text(1, MAX_MOVE_CHARS)]
+Token = Annotated[str, Text(1, MAX_TOKEN_CHARS, pattern=r"[\x21-\x7e]+")]
+Cursor = Annotated[str, Text(1, MAX_CURSOR_CHARS, pattern=r"[\x21-\x7e]+")]
+FreeMap = Annotated[dict[Annotated[str, Text(1, 64)], Annotated[Any, Free()]], Items(0, 64)]
+"""A map of plain values whose shape another part of the system defines."""
+
+UserKind = Literal["human", "guest", "bot"]
+Status = Literal["waiting", "playing", "over"]
+"""waiting: not both players have moved yet (no clock runs, abort allowed)."""
+StatusFilter = Literal["playing", "over"]
+"""playing: any game not over (waiting or playing)."""
+EndReason = Literal["normal", "resign", "timeout", "abandon", "abort"]
+Color = Literal["random", 0, 1]
+ChallengeEnd = Literal["accepted", "declined", "cancelled"]
+ResultFilter = Literal["win", "loss"]
+
+MAX_MOVES = 65_535
+MAX_LISTED = 10_000
+
+# Structures ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class User(Struct):
+    """A player or connected user as others see them."""
+
+    name: Username
+    kind: UserKind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fischer(Struct):
+    """Fischer clock: ``base_ms`` to start with, ``increment_ms`` added after each move."""
+
+    TAG_KEY = "kind"
+    TAG = "fischer"
+    base_ms: Annotated[int, Ints(MIN_CLOCK_MS, MAX_CLOCK_MS)]
+    increment_ms: Annotated[int, Ints(0, MAX_INCREMENT_MS)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PerMove(Struct):
+    """A fixed time for every move; unused time is not carried over."""
+
+    TAG_KEY = "kind"
+    TAG = "per_move"
+    per_move_ms: Annotated[int, Ints(MIN_CLOCK_MS, MAX_CLOCK_MS)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Correspondence(Struct):
+    """Days per move, for slow games played over many sessions."""
+
+    TAG_KEY = "kind"
+    TAG = "correspondence"
+    days_per_move: Annotated[int, Ints(1, MAX_DAYS_PER_MOVE)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unlimited(Struct):
+    """No clock."""
+
+    TAG_KEY = "kind"
+    TAG = "unlimited"
+
+
+Clock = Fischer | PerMove | Correspondence | Unlimited
+"""A time control, told apart on the wire by its ``kind``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result(Struct):
+    """How a game ended: ``winner`` is None exactly when the game was aborted."""
+
+    winner: Seat | None = None
+    reason: EndReason
+
+    def _check(self) -> None:
+        check_winner("result", self.winner, self.reason)
+
+
+def check_winner(path: str, winner: int | None, reason: str) -> None:
+    if (winner is None) != (reason == "abort"):
+        raise InvalidMessage(f"{path}: winner must be given unless the reason is 'abort'")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlayedMove(Struct):
+    """One move of a game as recorded: canonical text, seat, time used, clock left."""
+
+    ply: Ply
+    move: MoveText
+    by: Seat
+    ms_used: Millis
+    clock_ms: Millis | None = None
+
+
+Players = tuple[User, User]
+Moves = Annotated[tuple[PlayedMove, ...], Items(0, MAX_MOVES)]
+
+
+def check_moves(path: str, moves: tuple[PlayedMove, ...], ply: int | None = None) -> None:
+    for index, played in enumerate(moves):
+        if played.ply != index:
+            raise InvalidMessage(f"{path}.moves[{index}].ply: expected {index}")
+    if ply is not None and ply != len(moves):
+        raise InvalidMessage(f"{path}.ply: expected the number of moves, {len(moves)}")
+
+
+def check_result(path: str, status: str, result: Result | None) -> None:
+    if (status == "over") != (result is not None):
+        raise InvalidMessage(f"{path}.result: given exactly when status is 'over'")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot(Struct):
+    """Everything about a live game a client needs to show and continue it.
+
+    ``seq`` is the number of the last game event the snapshot includes: resume from it.
+    ``clocks_ms`` (time left per seat when the snapshot was taken) is None without a clock.
+    """
+
+    game_id: GameId
+    game: GameKey
+    options: Options
+    clock: Clock
+    players: Players
+    status: Status
+    moves: Moves
+    clocks_ms: tuple[Millis, Millis] | None = None
+    to_move: Seat
+    ply: Ply
+    result: Result | None = None
+    seq: Seq
+
+    def _check(self) -> None:
+        check_moves("snapshot", self.moves, self.ply)
+        check_result("snapshot", self.status, self.result)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary(Struct):
+    """One line of a game list."""
+
+    game_id: GameId
+    game: GameKey
+    options: Options
+    clock: Clock
+    players: Players
+    status: Status
+    ply: Ply
+    result: Result | None = None
+    created_ms: EpochMillis
+
+    def _check(self) -> None:
+        check_result("summary", self.status, self.result)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record(Struct):
+    """A whole game for history and replay: replaying ``moves`` reproduces it."""
+
+    game_id: GameId
+    game: GameKey
+    options: Options
+    clock: Clock
+    players: Players
+    status: Status
+    moves: Moves
+    result: Result | None = None
+    created_ms: EpochMillis
+    ended_ms: EpochMillis | None = None
+
+    def _check(self) -> None:
+        check_moves("record", self.moves)
+        check_result("record", self.status, self.result)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenSeek(Struct):
+    """A seek waiting in the lobby for an opponent."""
+
+    seek_id: SeekId
+    user: User
+    game: GameKey
+    options: Options
+    clock: Clock
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits(Struct):
+    """What the server allows on this connection (sent in ``welcome``)."""
+
+    max_frame_bytes: Annotated[int, Ints(1024, MAX_INT32)]
+    rate_per_s: Annotated[int, Ints(1, 100_000)]
+    burst: Annotated[int, Ints(1, 100_000)]
+    max_open_seeks: Annotated[int, Ints(0, 1000)]
+
+
+GameInfo = FreeMap
+"""One game's metadata and option schema, as ``engine.get_game(key).describe()`` gives it."""
