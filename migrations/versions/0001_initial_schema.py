@@ -64,7 +64,7 @@ def upgrade() -> None:
         sa.Column("game_key", sa.String(length=32), nullable=False),
         sa.Column("options", sa.JSON(), nullable=False),
         sa.Column("clock", sa.JSON(), nullable=False),
-        sa.Column("rules_version", sa.Integer(), nullable=False),
+        sa.Column("rules_version", sa.String(length=32), nullable=False),
         sa.Column("player0_id", sa.Integer(), nullable=False),
         sa.Column("player1_id", sa.Integer(), nullable=False),
         sa.Column("status", sa.String(length=8), nullable=False),

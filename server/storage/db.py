@@ -47,7 +47,7 @@ from sqlalchemy.pool import Pool
 
 SqliteSynchronous = Literal["FULL", "NORMAL"]
 
-DATA_DIR_ENV = "TESSERA_DATA_DIR"
+DATA_DIR_ENV = "TESSERA_DATA"
 DEFAULT_DATA_DIR = "data"
 DEFAULT_DATABASE_FILE = "tessera.db"
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -58,7 +58,7 @@ _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncp
 
 
 def default_data_dir() -> Path:
-    """The data directory: ``$TESSERA_DATA_DIR`` if set, else ``./data``, made absolute."""
+    """The data directory: ``$TESSERA_DATA`` if set, else ``./data``, made absolute."""
     return Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR).resolve()
 
 

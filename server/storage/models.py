@@ -152,7 +152,7 @@ class GameRow(Base):
     game_key: Mapped[str] = mapped_column(String(32))
     options: Mapped[dict[str, Any]]
     clock: Mapped[dict[str, Any]]
-    rules_version: Mapped[int]
+    rules_version: Mapped[str] = mapped_column(String(32))
     player0_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     player1_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     status: Mapped[str] = mapped_column(String(8))

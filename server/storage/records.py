@@ -53,7 +53,7 @@ class GameInfo:
     game_key: str
     options: dict[str, Any]
     clock: dict[str, Any]
-    rules_version: int
+    rules_version: str
     player_ids: tuple[int, int]
     players: tuple[str, str]
     status: GameStatus

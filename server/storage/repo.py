@@ -16,7 +16,7 @@ import binascii
 import hashlib
 import json
 import secrets
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -26,9 +26,7 @@ from sqlalchemy import (
     Select,
     Table,
     and_,
-    case,
     func,
-    literal,
     or_,
     select,
     union,
@@ -147,29 +145,26 @@ class Store:
         *,
         now: datetime | None = None,
         max_failures: int = 5,
-        lock_for: timedelta = timedelta(minutes=15),
+        lock_for: timedelta | Callable[[int], timedelta] = timedelta(minutes=15),
     ) -> User | None:
         """Count a failed login, atomically; from ``max_failures`` on, lock the account.
 
-        Each failure at or past the limit extends the lock to ``now + lock_for``, until a
+        Each failure at or past the limit locks it until ``now + lock_for``, where
+        ``lock_for`` may be a function of the failure count (for a lock that grows), until a
         successful login calls ``reset_failures``. None if there is no such user.
         """
-        failures = _USERS.c.failed_logins + 1
-        locked_until = literal(_now(now) + lock_for, _USERS.c.locked_until.type)
-        statement = (
-            update(_USERS)
-            .where(_USERS.c.id == user_id)
-            .values(
-                failed_logins=failures,
-                locked_until=case(
-                    (failures >= max_failures, locked_until), else_=_USERS.c.locked_until
-                ),
-            )
-            .returning(*_USERS.c)
-        )
+        moment = _now(now)
+        by_id = update(_USERS).where(_USERS.c.id == user_id).returning(*_USERS.c)
         async with self.engine.begin() as conn:
-            row = (await conn.execute(statement)).one_or_none()
-        return None if row is None else _user(row)
+            row = (
+                await conn.execute(by_id.values(failed_logins=_USERS.c.failed_logins + 1))
+            ).one_or_none()
+            if row is None:
+                return None
+            if row.failed_logins >= max_failures:
+                duration = lock_for(row.failed_logins) if callable(lock_for) else lock_for
+                row = (await conn.execute(by_id.values(locked_until=moment + duration))).one()
+        return _user(row)
 
     async def reset_failures(self, user_id: int) -> None:
         """Forget failed logins and lift the lock (after a successful login)."""
@@ -278,7 +273,7 @@ class Store:
         game_key: str,
         options: Mapping[str, Any],
         clock: Mapping[str, Any],
-        rules_version: int,
+        rules_version: str,
         player_ids: tuple[int, int],
         seq: int = 0,
         created_at: datetime | None = None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -29,6 +29,7 @@ async def open_storage(
     sqlite_synchronous: SqliteSynchronous = "FULL",
     migrate: bool = True,
     max_batch: int = 256,
+    on_commit: Callable[[int], None] | None = None,
 ) -> AsyncIterator[Storage]:
     """Open the database for serving: migrate it, start the writer; on exit flush and close.
 
@@ -41,7 +42,7 @@ async def open_storage(
     try:
         if migrate:
             await upgrade(engine)
-        writer = CommitQueue(engine, max_batch=max_batch)
+        writer = CommitQueue(engine, max_batch=max_batch, on_commit=on_commit)
         writer.start()
         try:
             yield Storage(engine, Store(engine), writer)

@@ -204,8 +204,16 @@ class CommitQueue:
     """Commits submitted items in batches from one task; see the module docstring."""
 
     def __init__(
-        self, engine: AsyncEngine, *, max_batch: int = 256, max_pending: int = 10_000
+        self,
+        engine: AsyncEngine,
+        *,
+        max_batch: int = 256,
+        max_pending: int = 10_000,
+        on_commit: Callable[[int], None] | None = None,
     ) -> None:
+        """``on_commit(n)`` is called after each committed transaction of ``n`` items
+        (e.g. to feed a batch-size histogram); ``max_pending`` bounds the queue, so
+        submitters wait when the database falls that far behind."""
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, not {max_batch}")
         self._engine = engine
@@ -213,6 +221,7 @@ class CommitQueue:
         self._queue: asyncio.Queue[_Entry | None] = asyncio.Queue(maxsize=max_pending)
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._on_commit = on_commit
         self.stats = WriterStats()
 
     @property
@@ -311,7 +320,7 @@ class CommitQueue:
             self.stats.failed += len(batch)
             _fail(batch, partial(_write_failed, exc))
             return
-        self.stats.transactions += 1
+        self._committed(len(batch))
         for (_, future), outcome in zip(batch, outcomes, strict=True):
             self._resolve(future, outcome)
 
@@ -321,13 +330,21 @@ class CommitQueue:
             try:
                 async with self._engine.begin() as conn:
                     [outcome] = await write_items(conn, [item])
-                self.stats.transactions += 1
+                self._committed(1)
             except IntegrityError as exc:
                 outcome = Conflict(f"{item!r} not stored: {exc.orig}")
                 outcome.__cause__ = exc
             except Exception as exc:
                 outcome = _write_failed(exc)
             self._resolve(future, outcome)
+
+    def _committed(self, items: int) -> None:
+        self.stats.transactions += 1
+        if self._on_commit is not None:
+            try:
+                self._on_commit(items)
+            except Exception:
+                log.exception("commit queue: on_commit hook failed")
 
     def _resolve(self, future: asyncio.Future[None], outcome: StorageError | None) -> None:
         if outcome is None:

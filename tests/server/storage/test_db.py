@@ -107,9 +107,9 @@ def test_redact_url_hides_the_password() -> None:
 def test_default_database_url_is_in_the_data_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TESSERA_DATA_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TESSERA_DATA", str(tmp_path / "state"))
     assert default_database_url() == f"sqlite+aiosqlite:///{tmp_path / 'state' / 'tessera.db'}"
     assert (tmp_path / "state").is_dir()
-    monkeypatch.delenv("TESSERA_DATA_DIR")
+    monkeypatch.delenv("TESSERA_DATA")
     monkeypatch.chdir(tmp_path)
     assert default_database_url() == f"sqlite+aiosqlite:///{tmp_path / 'data' / 'tessera.db'}"
