@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from protocol import Correspondence, Fischer, PerMove, Unlimited
+
 DAY_MS = 86_400_000
 
 KINDS = ("fischer", "per_move", "correspondence", "unlimited")
@@ -113,3 +115,16 @@ class Clock:
 
     def snapshot(self, now_ms: int, to_move: int) -> list[int | None]:
         return [self.left(0, now_ms, to_move), self.left(1, now_ms, to_move)]
+
+
+def clock_from_wire(spec: Mapping[str, Any]) -> Fischer | PerMove | Correspondence | Unlimited:
+    """The protocol value of a time control stored or sent as a plain map."""
+    kind = spec.get("kind")
+    fields = {k: v for k, v in spec.items() if k != "kind"}
+    if kind == "fischer":
+        return Fischer(**fields)
+    if kind == "per_move":
+        return PerMove(**fields)
+    if kind == "correspondence":
+        return Correspondence(**fields)
+    return Unlimited()

@@ -1,0 +1,44 @@
+"""The ``tessera`` command: one entry point for operators, players and bot authors.
+
+Server commands (``serve``, ``db``, ``admin``) run ``python -m server`` in this process's
+place, so this package never imports the server (the layering holds at import level).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+SERVER_COMMANDS = {"serve", "db", "admin"}
+# command -> (module in clients, one-line help)
+CLIENT_COMMANDS: dict[str, tuple[str, str]] = {}
+
+USAGE = """usage: tessera COMMAND [ARGS]
+
+server:
+  serve        run the game server (tessera serve --help)
+  db upgrade   apply database migrations
+  admin        create users and bot accounts, manage tokens
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        extra = "".join(f"  {name:<12} {text}\n" for name, (_, text) in CLIENT_COMMANDS.items())
+        print(USAGE + ("\nclients:\n" + extra if extra else ""))
+        return 0
+    command = args[0]
+    if command in SERVER_COMMANDS:
+        os.execv(sys.executable, [sys.executable, "-m", "server", *args])
+    if command in CLIENT_COMMANDS:
+        module = importlib.import_module(CLIENT_COMMANDS[command][0])
+        return int(module.main(args[1:]) or 0)
+    print(f"tessera: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""Accounts: registration, password logins with lockout, guests, and bearer tokens.
+
+Passwords are hashed with argon2id (argon2-cffi) in a worker thread, so hashing never
+stalls the event loop. Tokens (session tokens handed out at login, bot tokens made by the
+admin CLI) are random, shown once, stored as sha256 digests and looked up by digest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from datetime import UTC, datetime, timedelta
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from protocol import ErrorCode, ProtocolError
+
+from .storage import NameTaken, Store, User
+
+_HASHER = PasswordHasher()  # argon2id with the library's recommended parameters
+# A hash to verify against when the user does not exist, so both cases take as long.
+_DUMMY_HASH = _HASHER.hash(secrets.token_hex(16))
+
+
+async def hash_password(password: str) -> str:
+    return await asyncio.to_thread(_HASHER.hash, password)
+
+
+async def verify_password(password_hash: str, password: str) -> bool:
+    def check() -> bool:
+        try:
+            return _HASHER.verify(password_hash, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    return await asyncio.to_thread(check)
+
+
+class Accounts:
+    """The account operations behind register, login, guest and auth_token."""
+
+    def __init__(self, store: Store, *, lockout_after: int = 5, lockout_base_s: float = 30.0
+                 ) -> None:
+        self.store = store
+        self.lockout_after = lockout_after
+        self.lockout_base_s = lockout_base_s
+
+    def _lock_for(self, failures: int) -> timedelta:
+        """Lockouts double with each failure past the limit, up to a day."""
+        extra = max(0, failures - self.lockout_after)
+        return timedelta(seconds=min(86_400.0, self.lockout_base_s * 2**extra))
+
+    async def register(self, name: str, password: str) -> tuple[User, str]:
+        password_hash = await hash_password(password)
+        try:
+            user = await self.store.create_user(name, "human", password_hash=password_hash)
+        except NameTaken:
+            raise ProtocolError(f"the name {name!r} is taken", code=ErrorCode.NAME_TAKEN) from None
+        return user, await self.new_session(user)
+
+    async def login(self, name: str, password: str) -> tuple[User, str]:
+        user = await self.store.get_user_by_name(name)
+        now = datetime.now(UTC)
+        if user is not None and user.is_locked(now):
+            assert user.locked_until is not None
+            wait = int((user.locked_until - now).total_seconds() * 1000) + 1
+            exc = ProtocolError("too many failed logins; try again later",
+                                code=ErrorCode.LOCKED_OUT, retry_after_ms=wait)
+            raise exc
+        stored = user.password_hash if user is not None and user.password_hash else _DUMMY_HASH
+        ok = await verify_password(stored, password)
+        if user is None or not user.password_hash or not ok:
+            if user is not None:
+                await self.store.record_login_failure(
+                    user.id, now=now, max_failures=self.lockout_after, lock_for=self._lock_for)
+            raise ProtocolError("wrong user name or password",
+                                code=ErrorCode.INVALID_CREDENTIALS)
+        if user.failed_logins:
+            await self.store.reset_failures(user.id)
+        if _HASHER.check_needs_rehash(user.password_hash):
+            await self.store.set_password_hash(user.id, await hash_password(password))
+        return user, await self.new_session(user)
+
+    async def guest(self) -> tuple[User, str]:
+        for _ in range(5):
+            name = f"guest-{secrets.token_hex(4)}"
+            try:
+                user = await self.store.create_user(name, "guest")
+            except NameTaken:
+                continue
+            return user, await self.new_session(user)
+        raise ProtocolError("could not make a guest name", code=ErrorCode.INTERNAL_ERROR)
+
+    async def by_token(self, token: str) -> User:
+        user = await self.store.user_for_token(token)
+        if user is None:
+            raise ProtocolError("unknown or revoked token", code=ErrorCode.UNAUTHORIZED)
+        return user
+
+    async def new_session(self, user: User) -> str:
+        token, _ = await self.store.create_token(user.id, "session", "login")
+        return token
+
+    async def end_session(self, token: str) -> None:
+        await self.store.revoke_token_value(token)
+
+    async def token_valid(self, token: str) -> bool:
+        return await self.store.user_for_token(token) is not None

@@ -1,0 +1,338 @@
+"""The server: storage, lobby, game rooms and the websocket listener wired together.
+
+:func:`run_server` is what ``tessera serve`` runs; :func:`running_server` is the same
+server as an async context manager for tests and tools. Plain HTTP on the same port serves
+``/healthz`` and ``/metrics``; websocket clients connect to ``/ws`` (or ``/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+import websockets
+from websockets.asyncio.server import Server, ServerConnection
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+import engine
+import protocol as p
+
+from .accounts import Accounts
+from .clock import Clock, TimeControl, clock_from_wire
+from .config import Settings
+from .lobby import Lobby, Member, Offer
+from .metrics import Metrics
+from .ratelimit import TokenBucket
+from .rooms import GameRoom, Seat, ms_to_datetime, now_ms, played_moves, refuse
+from .session import Session
+from .storage import GameNotPlaying, GameRecord, Storage, open_storage, redact_url
+
+log = logging.getLogger(__name__)
+
+FINISHED_KEPT = 2000  # finished rooms kept in memory to answer resends and late requests
+WS_PATHS = ("/", "/ws")
+
+
+class GameServer:
+    """Everything a connection handler needs: settings, storage, lobby and live games."""
+
+    def __init__(self, settings: Settings, storage: Storage, metrics: Metrics) -> None:
+        self.settings = settings
+        self.store = storage.store
+        self.writer = storage.writer
+        self.metrics = metrics
+        self.accounts = Accounts(self.store, lockout_after=settings.login_lockout_after,
+                                 lockout_base_s=settings.login_lockout_base_s)
+        self.lobby = Lobby()
+        self.rooms: dict[str, GameRoom] = {}
+        self.finished: OrderedDict[str, GameRoom] = OrderedDict()
+        self.by_user: dict[int, set[GameRoom]] = {}
+        self.sessions: set[Session] = set()
+        self._account_buckets: dict[int, TokenBucket] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def background(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def account_bucket(self, user_id: int) -> TokenBucket:
+        bucket = self._account_buckets.get(user_id)
+        if bucket is None:
+            s = self.settings
+            bucket = self._account_buckets[user_id] = TokenBucket(s.account_rate,
+                                                                  s.account_burst)
+        return bucket
+
+    # -- games ----------------------------------------------------------------------------------
+    def active_games_of(self, user_id: int) -> list[GameRoom]:
+        return sorted(self.by_user.get(user_id, ()), key=lambda r: r.created_ms)
+
+    def _room(self, *, game_id: str, state: engine.State, control: TimeControl,
+              seats: tuple[Seat, Seat], played: list[p.PlayedMove], seq: int, clock: Clock,
+              created_ms: int) -> GameRoom:
+        room = GameRoom(game_id=game_id, state=state, control=control, seats=seats,
+                        played=played, seq=seq, clock=clock, created_ms=created_ms,
+                        writer=self.writer, metrics=self.metrics,
+                        grace_ms=self.settings.grace_ms,
+                        event_log_limit=self.settings.event_log_limit,
+                        on_finished=self._room_finished)
+        self.rooms[game_id] = room
+        for seat in seats:
+            self.by_user.setdefault(seat.user_id, set()).add(room)
+        self.metrics.games.set(len(self.rooms))
+        return room
+
+    async def start_game(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
+        """Create, store and announce a game between two online members."""
+        game = engine.get_game(offer.game)
+        state = game.new(**offer.options)
+        control = TimeControl.from_wire(offer.clock.to_wire())
+        created = now_ms()
+        when = ms_to_datetime(created)
+        game_id = await self.store.create_game(
+            game_key=game.key, options=dict(state.options), clock=control.to_wire(),
+            rules_version=game.rules_version,
+            player_ids=(members[0].user_id, members[1].user_id), seq=1,
+            created_at=when, started_at=when)
+        seats = (Seat(members[0].user_id, members[0].name, members[0].kind),
+                 Seat(members[1].user_id, members[1].name, members[1].kind))
+        room = self._room(game_id=game_id, state=state, control=control, seats=seats,
+                          played=[], seq=1, clock=Clock(control), created_ms=created)
+        for member in members:
+            for session in list(member.sessions):
+                session.joined_game(room)
+        room.announce_start()
+        log.info("game started", extra={"game_id": game_id, "game": game.key,
+                                        "players": [s.name for s in seats]})
+        return room
+
+    def _room_finished(self, room: GameRoom) -> None:
+        self.rooms.pop(room.game_id, None)
+        for seat in room.seats:
+            games = self.by_user.get(seat.user_id)
+            if games is not None:
+                games.discard(room)
+                if not games:
+                    del self.by_user[seat.user_id]
+        self.finished[room.game_id] = room
+        while len(self.finished) > FINISHED_KEPT:
+            self.finished.popitem(last=False)
+        self.metrics.games.set(len(self.rooms))
+
+    async def restore(self) -> int:
+        """Load every game in progress from its stored moves (after a restart or crash)."""
+        now = now_ms()
+        count = 0
+        for record in await self.store.load_active_games():
+            try:
+                room = self._restore_one(record, now)
+            except Exception:
+                log.exception("cannot restore game", extra={"game_id": record.info.id})
+                continue
+            count += 1
+            if room.state.is_over:  # the final move was stored but not the end
+                async with room.lock:
+                    await room._finish(room.state.winner, "normal")
+            else:
+                room.start_clock(now)
+        log.info("restored games in progress", extra={"games": count})
+        return count
+
+    def _restore_one(self, record: GameRecord, now: int) -> GameRoom:
+        info = record.info
+        state = engine.replay(info.game_key, info.options, [m.move for m in record.moves])
+        control = TimeControl.from_wire(info.clock)
+        initial = control.initial_ms()
+        remaining: list[int | None] = []
+        for seat in (0, 1):
+            left = record.remaining_ms(seat)
+            remaining.append(left if left is not None else initial)
+        names = info.players
+        # kinds are not needed for play; the listing shows them from the users table
+        seats = (Seat(info.player_ids[0], names[0], "human"),
+                 Seat(info.player_ids[1], names[1], "human"))
+        room = self._room(
+            game_id=info.id, state=state, control=control, seats=seats,
+            played=played_moves((m.ply, m.move, m.player, m.ms_used, m.clock_ms)
+                                for m in record.moves),
+            seq=record.last_seq, clock=Clock(control, remaining),
+            created_ms=int(info.created_at.timestamp() * 1000))
+        room.move_seqs.update((m.ply, m.seq) for m in record.moves)
+        return room
+
+    async def fix_seat_kinds(self) -> None:
+        """Restored rooms learn their players' account kinds (human, guest, bot)."""
+        for room in self.rooms.values():
+            seats = []
+            for seat in room.seats:
+                user = await self.store.get_user(seat.user_id)
+                seats.append(Seat(seat.user_id, seat.name, user.kind if user else seat.kind))
+            room.seats = (seats[0], seats[1])
+
+    # -- history ----------------------------------------------------------------------------
+    async def stored_snapshot(self, game_id: str) -> p.Snapshot:
+        record = await self.store.get_game_record(game_id)
+        if record is None:
+            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
+        wire = _record_to_wire(record, await self._kinds(record.info.player_ids))
+        return p.Snapshot(
+            game_id=wire.game_id, game=wire.game, options=wire.options, clock=wire.clock,
+            players=wire.players, status=wire.status, moves=wire.moves,
+            clocks_ms=None, to_move=len(wire.moves) % 2,  # type: ignore[arg-type]
+            ply=len(wire.moves), result=wire.result, seq=max(1, record.last_seq))
+
+    async def record(self, game_id: str) -> p.Record:
+        record = await self.store.get_game_record(game_id)
+        if record is None:
+            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
+        return _record_to_wire(record, await self._kinds(record.info.player_ids))
+
+    async def _kinds(self, user_ids: tuple[int, int]) -> tuple[str, str]:
+        kinds = []
+        for uid in user_ids:
+            user = await self.store.get_user(uid)
+            kinds.append(user.kind if user else "human")
+        return kinds[0], kinds[1]
+
+    async def list_games(self, m: p.ListGames) -> p.GameList:
+        if m.result is not None and m.player is None:
+            raise p.BadRequest("list_games: result needs a player", request_id=m.id)
+        status = {"over": "over", "playing": None}.get(m.status or "")
+        try:
+            page = await self.store.list_games(
+                player=m.player, winner=m.player if m.result == "win" else None,
+                game_key=m.game, status=status,  # type: ignore[arg-type]
+                limit=m.limit, cursor=m.cursor)
+        except ValueError as exc:
+            raise p.BadRequest(f"list_games: {exc}", request_id=m.id) from None
+        games = []
+        for info in page.games:
+            if m.result == "loss" and (info.winner is None
+                                       or info.players[info.winner].lower() == (
+                                           m.player or "").lower()):
+                continue
+            if m.status == "playing" and info.status != "playing":
+                continue
+            games.append(p.Summary(
+                game_id=info.id, game=info.game_key, options=info.options,
+                clock=clock_from_wire(info.clock),
+                players=(p.User(name=info.players[0], kind="human"),
+                         p.User(name=info.players[1], kind="human")),
+                status="playing" if info.status == "playing" else "over",
+                ply=info.plies,
+                result=None if info.status == "playing" else p.Result(
+                    winner=info.winner, reason=info.reason or "normal"),  # type: ignore
+                created_ms=int(info.created_at.timestamp() * 1000)))
+        return p.GameList(id=m.id, games=tuple(games), next_cursor=page.next_cursor)
+
+
+def _record_to_wire(record: GameRecord, kinds: tuple[str, str]) -> p.Record:
+    info = record.info
+    finished = info.status != "playing"
+    return p.Record(
+        game_id=info.id, game=info.game_key, options=info.options,
+        clock=clock_from_wire(info.clock),
+        players=(p.User(name=info.players[0], kind=kinds[0]),  # type: ignore[arg-type]
+                 p.User(name=info.players[1], kind=kinds[1])),  # type: ignore[arg-type]
+        status="over" if finished else "playing",
+        moves=tuple(played_moves((m.ply, m.move, m.player, m.ms_used, m.clock_ms)
+                                 for m in record.moves)),
+        result=p.Result(winner=info.winner, reason=info.reason or "normal")  # type: ignore
+        if finished else None,
+        created_ms=int(info.created_at.timestamp() * 1000),
+        ended_ms=int(info.ended_at.timestamp() * 1000) if info.ended_at else None)
+
+
+# -- the listener ---------------------------------------------------------------------------------
+def _http(server: GameServer, connection: ServerConnection, request: Request
+          ) -> Response | None:
+    path = request.path.split("?", 1)[0]
+    if path == "/healthz":
+        return connection.respond(HTTPStatus.OK, "ok\n")
+    if path == "/metrics":
+        body = server.metrics.render()
+        headers = Headers([("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),
+                           ("Content-Length", str(len(body)))])
+        return Response(200, "OK", headers, body)
+    if path not in WS_PATHS:
+        return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
+    return None
+
+
+@dataclass
+class Running:
+    """A started server: its game server and the port it listens on."""
+
+    game_server: GameServer
+    ws_server: Server
+    port: int
+
+
+@asynccontextmanager
+async def running_server(settings: Settings) -> AsyncIterator[Running]:
+    """Open storage (migrating it), restore games, listen; on exit close with 1001."""
+    metrics = Metrics()
+    async with open_storage(settings.db_url,
+                            sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
+                            on_commit=metrics.commit_batch.observe) as storage:
+        gs = GameServer(settings, storage, metrics)
+        await gs.restore()
+        await gs.fix_seat_kinds()
+
+        async def handler(ws: ServerConnection) -> None:
+            session = Session(ws, gs)
+            gs.sessions.add(session)
+            metrics.connections.inc()
+            try:
+                await session.run()
+            finally:
+                gs.sessions.discard(session)
+                metrics.connections.dec()
+
+        origins: list[str | None] = [None, *(settings.origins or [])]
+        async with websockets.serve(
+            handler, settings.host, settings.port,
+            process_request=lambda c, r: _http(gs, c, r),
+            max_size=settings.max_frame_bytes, compression=None,
+            ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
+            origins=origins,  # type: ignore[arg-type]
+            max_queue=16, server_header=None,
+        ) as ws_server:
+            port = next(iter(ws_server.sockets)).getsockname()[1]
+            log.info("listening", extra={"host": settings.host, "port": port,
+                                         "db": redact_url(settings.db_url),
+                                         "games_in_progress": len(gs.rooms)})
+            try:
+                yield Running(gs, ws_server, port)
+            finally:
+                for room in gs.rooms.values():
+                    room.close()
+                ws_server.close()  # closes every connection with 1001 (going away)
+                await ws_server.wait_closed()
+    log.info("stopped: everything acknowledged is stored")
+
+
+async def run_server(settings: Settings, ready_file: str | None = None) -> None:
+    """Serve until SIGTERM or SIGINT."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with running_server(settings) as running:
+        if ready_file:
+            with open(ready_file, "w") as f:
+                f.write(f"{running.port}\n")
+        print(f"tessera: listening on ws://{settings.host}:{running.port}/ws", flush=True)
+        await stop.wait()
+        log.info("shutting down")
+
+
+__all__ = ["GameNotPlaying", "GameServer", "Running", "run_server", "running_server"]

@@ -1,0 +1,134 @@
+"""Operator commands: ``serve``, ``db upgrade`` and ``admin`` (run as ``tessera ...``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import sys
+from collections.abc import Sequence
+
+from .config import Settings, default_db_url
+from .logs import setup as setup_logging
+
+
+def _db_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default=None,
+                        help="SQLAlchemy URL (default: $TESSERA_DB or sqlite in ./data)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tessera", description="Tessera server commands")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the game server")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    _db_arg(serve)
+    serve.add_argument("--sqlite-synchronous", choices=["FULL", "NORMAL"], default="FULL",
+                       help="FULL (default): acknowledged moves survive power loss")
+    serve.add_argument("--origin", action="append", default=[],
+                       help="allow browsers from this Origin (repeatable)")
+    serve.add_argument("--grace", type=float, default=30.0,
+                       help="seconds before a win can be claimed from an absent opponent")
+    serve.add_argument("--max-frame", type=int, default=16 * 1024, help="bytes per message")
+    serve.add_argument("--rate", type=float, default=20.0, help="requests/s per connection")
+    serve.add_argument("--ready-file", help="write the listening port here once ready")
+    serve.add_argument("--log-level", default="info")
+
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    up = db_sub.add_parser("upgrade", help="apply migrations up to the newest")
+    _db_arg(up)
+
+    admin = sub.add_parser("admin", help="accounts and bot tokens")
+    admin_sub = admin.add_subparsers(dest="admin_command", required=True)
+    cu = admin_sub.add_parser("create-user", help="create a human account")
+    cu.add_argument("name")
+    cu.add_argument("--password", help="(default: prompt)")
+    _db_arg(cu)
+    cb = admin_sub.add_parser("create-bot", help="create a bot account and print its token")
+    cb.add_argument("name")
+    _db_arg(cb)
+    tok = admin_sub.add_parser("new-token", help="print a new bot token for an account")
+    tok.add_argument("name")
+    tok.add_argument("--label", default="")
+    _db_arg(tok)
+    lt = admin_sub.add_parser("list-tokens", help="list an account's tokens")
+    lt.add_argument("name")
+    _db_arg(lt)
+    rt = admin_sub.add_parser("revoke-token", help="revoke a token by id")
+    rt.add_argument("token_id", type=int)
+    _db_arg(rt)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    db_url = args.db or default_db_url()
+    if args.command == "serve":
+        from .app import run_server
+
+        setup_logging(args.log_level)
+        settings = Settings(host=args.host, port=args.port, db_url=db_url,
+                            sqlite_synchronous=args.sqlite_synchronous,
+                            origins=args.origin or None, grace_ms=int(args.grace * 1000),
+                            max_frame_bytes=args.max_frame, conn_rate=args.rate,
+                            conn_burst=args.rate * 2)
+        asyncio.run(run_server(settings, args.ready_file))
+        return 0
+    if args.command == "db":
+        from .storage import redact_url, upgrade
+
+        asyncio.run(upgrade(db_url))
+        print(f"database at head: {redact_url(db_url)}")
+        return 0
+    return asyncio.run(_admin(args, db_url))
+
+
+async def _admin(args: argparse.Namespace, db_url: str) -> int:
+    from .accounts import hash_password
+    from .storage import NameTaken, Store, make_engine, upgrade
+
+    await upgrade(db_url)
+    engine = make_engine(db_url)
+    try:
+        store = Store(engine)
+        cmd = args.admin_command
+        if cmd in ("create-user", "create-bot"):
+            password_hash = None
+            if cmd == "create-user":
+                password = args.password or getpass.getpass(f"password for {args.name}: ")
+                password_hash = await hash_password(password)
+            try:
+                user = await store.create_user(args.name, "human" if cmd == "create-user"
+                                               else "bot", password_hash=password_hash)
+            except NameTaken:
+                print(f"error: the name {args.name!r} is taken", file=sys.stderr)
+                return 1
+            print(f"created {user.kind} {user.name} (id {user.id})")
+            if cmd == "create-bot":
+                token, token_id = await store.create_token(user.id, "bot", "admin")
+                print(f"token {token_id}: {token}")
+                print("(shown once: store it now)")
+            return 0
+        if cmd == "revoke-token":
+            ok = await store.revoke_token(args.token_id)
+            print("revoked" if ok else "no such active token")
+            return 0 if ok else 1
+        found = await store.get_user_by_name(args.name)
+        if found is None:
+            print(f"error: no user {args.name!r}", file=sys.stderr)
+            return 1
+        if cmd == "new-token":
+            token, token_id = await store.create_token(found.id, "bot", args.label)
+            print(f"token {token_id}: {token}")
+            print("(shown once: store it now)")
+            return 0
+        for t in await store.list_tokens(found.id):
+            used = t.last_used_at.isoformat() if t.last_used_at else "never"
+            print(f"{t.id}\t{t.kind}\t{t.label or '-'}\tcreated {t.created_at:%Y-%m-%d}"
+                  f"\tlast used {used}")
+        return 0
+    finally:
+        await engine.dispose()

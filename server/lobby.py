@@ -1,0 +1,194 @@
+"""The lobby: open seeks paired automatically, direct challenges, and who is online.
+
+Seeks and challenges live in memory only: they are offers, not games, and a restart
+withdraws them (clients see the connection drop and seek again). A seek is paired with the
+oldest compatible seek of another user: same game, same options, same time control.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol import (
+    ChallengeEnded,
+    ErrorCode,
+    OpenSeek,
+    PlayerOffline,
+    PlayerOnline,
+    ProtocolError,
+    SeekAdded,
+    SeekRemoved,
+    User,
+    encode,
+)
+from protocol.values import Clock
+
+MAX_OPEN_SEEKS = 5
+
+
+@dataclass(eq=False)
+class Member:
+    """An online user and their connections (anything with ``send_frame``)."""
+
+    user_id: int
+    name: str
+    kind: str
+    sessions: set[Any] = field(default_factory=set)
+
+    def wire(self) -> User:
+        return User(name=self.name, kind=self.kind)  # type: ignore[arg-type]
+
+    def send(self, frame: bytes) -> None:
+        for session in list(self.sessions):
+            session.send_frame(frame)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What a seek or challenge proposes."""
+
+    game: str
+    options: dict[str, Any]
+    clock: Clock
+
+    def matches(self, other: Offer) -> bool:
+        return (self.game, self.options, self.clock) == (other.game, other.options, other.clock)
+
+
+@dataclass(eq=False)
+class OpenSeekEntry:
+    seek_id: int
+    owner: Member
+    offer: Offer
+    created: float = field(default_factory=time.monotonic)
+
+    def wire(self) -> OpenSeek:
+        return OpenSeek(seek_id=self.seek_id, user=self.owner.wire(), game=self.offer.game,
+                        options=self.offer.options, clock=self.offer.clock)
+
+
+@dataclass(eq=False)
+class ChallengeEntry:
+    challenge_id: int
+    challenger: Member
+    target: Member
+    offer: Offer
+    color: int | str  # the challenger's seat, or "random"
+
+
+class Lobby:
+    """Online members, open seeks, pending challenges, and the lobby's subscribers."""
+
+    def __init__(self, max_open_seeks: int = MAX_OPEN_SEEKS) -> None:
+        self.members: dict[int, Member] = {}
+        self.seeks: dict[int, OpenSeekEntry] = {}
+        self.challenges: dict[int, ChallengeEntry] = {}
+        self.subscribers: set[Any] = set()
+        self.max_open_seeks = max_open_seeks
+        self._ids = itertools.count(1)
+
+    # -- presence ------------------------------------------------------------------------------
+    def join(self, user_id: int, name: str, kind: str, session: Any) -> Member:
+        member = self.members.get(user_id)
+        if member is None:
+            member = self.members[user_id] = Member(user_id, name, kind)
+            self._tell_subscribers(PlayerOnline(user=member.wire()))
+        member.sessions.add(session)
+        return member
+
+    def leave(self, member: Member, session: Any) -> None:
+        """Forget a connection; the member's last one takes their seeks and challenges."""
+        member.sessions.discard(session)
+        self.subscribers.discard(session)
+        if member.sessions:
+            return
+        del self.members[member.user_id]
+        for entry in [s for s in self.seeks.values() if s.owner is member]:
+            self.remove_seek(entry.seek_id)
+        for ch in [c for c in self.challenges.values()
+                   if member in (c.challenger, c.target)]:
+            self.end_challenge(ch, "cancelled")
+        self._tell_subscribers(PlayerOffline(name=member.name))
+
+    def by_name(self, name: str) -> Member | None:
+        key = name.lower()
+        return next((m for m in self.members.values() if m.name.lower() == key), None)
+
+    def _tell_subscribers(self, event: Any) -> None:
+        if not self.subscribers:
+            return
+        frame = encode(event)
+        for session in list(self.subscribers):
+            session.send_frame(frame)
+
+    # -- seeks ---------------------------------------------------------------------------------
+    def open_seeks(self) -> tuple[OpenSeek, ...]:
+        return tuple(s.wire() for s in self.seeks.values())
+
+    def add_seek(self, owner: Member, offer: Offer) -> tuple[int, OpenSeekEntry | None]:
+        """Open a seek; return its id and the older compatible seek it pairs with, if any.
+
+        When a partner is found, neither seek stays open (the caller starts the game).
+        """
+        mine = [s for s in self.seeks.values() if s.owner is owner]
+        if len(mine) >= self.max_open_seeks:
+            raise ProtocolError(f"at most {self.max_open_seeks} open seeks",
+                                code=ErrorCode.CONFLICT)
+        seek_id = next(self._ids)
+        partner = next((s for s in self.seeks.values()
+                        if s.owner is not owner and s.offer.matches(offer)), None)
+        if partner is not None:
+            self.remove_seek(partner.seek_id)
+            return seek_id, partner
+        entry = OpenSeekEntry(seek_id, owner, offer)
+        self.seeks[seek_id] = entry
+        self._tell_subscribers(SeekAdded(seek=entry.wire()))
+        return seek_id, None
+
+    def take_seek(self, seek_id: int, taker: Member) -> OpenSeekEntry:
+        entry = self.seeks.get(seek_id)
+        if entry is None:
+            raise ProtocolError(f"no open seek {seek_id}", code=ErrorCode.NOT_FOUND)
+        if entry.owner is taker:
+            raise ProtocolError("you cannot accept your own seek", code=ErrorCode.CONFLICT)
+        self.remove_seek(seek_id)
+        return entry
+
+    def cancel_seek(self, seek_id: int, owner: Member) -> None:
+        entry = self.seeks.get(seek_id)
+        if entry is None or entry.owner is not owner:
+            raise ProtocolError(f"you have no open seek {seek_id}", code=ErrorCode.NOT_FOUND)
+        self.remove_seek(seek_id)
+
+    def remove_seek(self, seek_id: int) -> None:
+        if self.seeks.pop(seek_id, None) is not None:
+            self._tell_subscribers(SeekRemoved(seek_id=seek_id))
+
+    # -- challenges ----------------------------------------------------------------------------
+    def add_challenge(self, challenger: Member, target: Member, offer: Offer,
+                      color: int | str) -> ChallengeEntry:
+        if target is challenger:
+            raise ProtocolError("you cannot challenge yourself", code=ErrorCode.CONFLICT)
+        entry = ChallengeEntry(next(self._ids), challenger, target, offer, color)
+        self.challenges[entry.challenge_id] = entry
+        return entry
+
+    def pending(self, challenge_id: int, member: Member, *, as_target: bool) -> ChallengeEntry:
+        entry = self.challenges.get(challenge_id)
+        who = entry and (entry.target if as_target else entry.challenger)
+        if entry is None or who is not member:
+            raise ProtocolError(f"no pending challenge {challenge_id} for you",
+                                code=ErrorCode.NOT_FOUND)
+        return entry
+
+    def end_challenge(self, entry: ChallengeEntry, reason: str) -> None:
+        """Close a challenge and tell both sides why."""
+        if self.challenges.pop(entry.challenge_id, None) is None:
+            return
+        frame = encode(ChallengeEnded(challenge_id=entry.challenge_id,
+                                      reason=reason))  # type: ignore[arg-type]
+        entry.challenger.send(frame)
+        entry.target.send(frame)

@@ -1,0 +1,398 @@
+"""One websocket connection: frames in, requests dispatched, replies and events out.
+
+The protocol's :class:`~protocol.ServerSession` keeps the connection's phase (connected ->
+greeted -> authenticated); this adapter adds I/O, rate limits and a bounded outgoing queue.
+A client that stops reading and lets ``out_queue_frames`` frames pile up is disconnected,
+so a slow reader cannot make the server's memory grow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+import protocol as p
+
+from .lobby import Member, Offer
+from .ratelimit import TokenBucket
+from .rooms import GameRoom, Seat, refuse
+
+if TYPE_CHECKING:
+    from .app import GameServer
+    from .storage import User
+
+log = logging.getLogger(__name__)
+
+CLOSE_TOO_SLOW = 1008
+MAX_BAD_FRAMES = 50  # protocol errors in a row before the connection is closed
+
+
+class Session:
+    """The server side of one connection."""
+
+    def __init__(self, ws: ServerConnection, server: GameServer) -> None:
+        self.ws = ws
+        self.server = server
+        settings = server.settings
+        self.proto = p.ServerSession(max_frame_bytes=settings.max_frame_bytes)
+        self.user: User | None = None
+        self.member: Member | None = None
+        self.token: str | None = None
+        self.rooms: dict[str, GameRoom] = {}
+        self.bucket = TokenBucket(settings.conn_rate, settings.conn_burst)
+        self.chat_bucket = TokenBucket(settings.chat_rate, settings.chat_burst)
+        self.out: asyncio.Queue[bytes | None] = asyncio.Queue(settings.out_queue_frames)
+        self.closing = False
+        self.bad_frames = 0
+        self.peer = str(ws.remote_address[0]) if ws.remote_address else "?"
+        self.handlers: dict[type, Callable[[Any], Awaitable[p.ServerMessage | None]]] = {
+            p.Hello: self.on_hello, p.Register: self.on_register, p.Login: self.on_login,
+            p.Guest: self.on_guest, p.AuthToken: self.on_auth_token, p.Logout: self.on_logout,
+            p.Ping: self.on_ping, p.LobbySubscribe: self.on_lobby_subscribe,
+            p.LobbyUnsubscribe: self.on_lobby_unsubscribe, p.Seek: self.on_seek,
+            p.CancelSeek: self.on_cancel_seek, p.AcceptSeek: self.on_accept_seek,
+            p.Challenge: self.on_challenge, p.AcceptChallenge: self.on_accept_challenge,
+            p.DeclineChallenge: self.on_decline_challenge,
+            p.CancelChallenge: self.on_cancel_challenge, p.Move: self.on_move,
+            p.Resign: self.on_resign, p.Abort: self.on_abort, p.ClaimWin: self.on_claim_win,
+            p.Chat: self.on_chat, p.Watch: self.on_watch, p.Unwatch: self.on_unwatch,
+            p.Resume: self.on_resume, p.ListGames: self.on_list_games,
+            p.GetGame: self.on_get_game,
+        }
+
+    # -- I/O ------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        writer = asyncio.create_task(self._write_loop())
+        try:
+            async for frame in self.ws:
+                await self.handle(frame)
+                if self.closing:
+                    break
+        except ConnectionClosed:
+            pass
+        finally:
+            self.out.put_nowait(None) if not self.out.full() else None
+            writer.cancel()
+            self.detach()
+
+    async def _write_loop(self) -> None:
+        try:
+            while True:
+                frame = await self.out.get()
+                if frame is None:
+                    return
+                await self.ws.send(frame)
+        except ConnectionClosed:
+            pass
+
+    def send_frame(self, frame: bytes) -> None:
+        """Queue a frame; a client too slow to take it is disconnected."""
+        if self.closing:
+            return
+        try:
+            self.out.put_nowait(frame)
+        except asyncio.QueueFull:
+            self.close(CLOSE_TOO_SLOW, "too slow: outgoing queue full")
+
+    def send(self, message: p.ServerMessage) -> None:
+        self.send_frame(self.proto.send(message))
+
+    def close(self, code: int, reason: str) -> None:
+        if self.closing:
+            return
+        self.closing = True
+        log.info("closing connection", extra={"peer": self.peer, "code": code, "why": reason})
+        task = asyncio.get_running_loop().create_task(self.ws.close(code, reason))
+        self.server.background(task)
+
+    # -- dispatch -------------------------------------------------------------------------------
+    async def handle(self, frame: str | bytes) -> None:
+        wait = self.bucket.take()
+        account = self.server.account_bucket(self.user.id) if self.user else None
+        if not wait and account is not None:
+            wait = account.take()
+        if wait:
+            self.reply_error(p.ProtocolError(
+                "too many requests; slow down", code=p.ErrorCode.RATE_LIMITED,
+                retry_after_ms=int(wait * 1000) + 1))
+            return
+        if isinstance(frame, str):
+            self.reply_error(p.BadRequest("text frames are not accepted; send binary msgpack"))
+            return
+        try:
+            request = self.proto.receive(frame)
+        except p.ProtocolError as exc:
+            self.bad_frames += 1
+            self.reply_error(exc)
+            if exc.close_code is not None:
+                self.close(exc.close_code, exc.message[:100])
+            elif self.bad_frames > MAX_BAD_FRAMES:
+                self.close(p.CLOSE_POLICY_VIOLATION, "too many bad frames")
+            return
+        self.bad_frames = 0
+        try:
+            reply = await self.handlers[type(request)](request)
+        except p.ProtocolError as exc:
+            self.reply_error(exc, request.id)
+            if exc.close_code is not None:
+                self.close(exc.close_code, exc.message[:100])
+            return
+        except Exception:
+            log.exception("request failed", extra={"peer": self.peer,
+                                                   "request": type(request).__name__})
+            self.reply_error(p.ProtocolError("the server failed to handle this request",
+                                             code=p.ErrorCode.INTERNAL_ERROR), request.id)
+            return
+        if reply is not None:
+            self.send(reply)
+
+    def reply_error(self, exc: p.ProtocolError, request_id: int | None = None) -> None:
+        self.server.metrics.errors.labels(code=str(exc.code)).inc()
+        self.send(exc.to_reply(request_id))
+
+    # -- handshake and accounts ----------------------------------------------------------------
+    async def on_hello(self, m: p.Hello) -> p.ServerMessage:
+        if m.version not in p.SUPPORTED_VERSIONS:
+            exc = p.UnsupportedVersion(
+                f"protocol version {m.version} is not supported; this server speaks "
+                f"{', '.join(map(str, p.SUPPORTED_VERSIONS))}", request_id=m.id)
+            raise exc
+        s = self.server.settings
+        return p.Welcome(id=m.id, version=p.PROTOCOL_VERSION, server=s.server_name,
+                         limits=p.Limits(max_frame_bytes=s.max_frame_bytes,
+                                         rate_per_s=int(s.conn_rate),
+                                         burst=int(s.conn_burst),
+                                         max_open_seeks=self.server.lobby.max_open_seeks),
+                         games=tuple(p.describe_games()))
+
+    async def on_register(self, m: p.Register) -> p.ServerMessage:
+        user, token = await self.server.accounts.register(m.username, m.password)
+        return self._authed(m.id, user, token)
+
+    async def on_login(self, m: p.Login) -> p.ServerMessage:
+        user, token = await self.server.accounts.login(m.username, m.password)
+        return self._authed(m.id, user, token)
+
+    async def on_guest(self, m: p.Guest) -> p.ServerMessage:
+        user, token = await self.server.accounts.guest()
+        return self._authed(m.id, user, token)
+
+    async def on_auth_token(self, m: p.AuthToken) -> p.ServerMessage:
+        user = await self.server.accounts.by_token(m.token)
+        return self._authed(m.id, user, m.token)
+
+    def _authed(self, request_id: int, user: User, token: str) -> p.ServerMessage:
+        self.user, self.token = user, token
+        self.member = self.server.lobby.join(user.id, user.name, user.kind, self)
+        active = self.server.active_games_of(user.id)
+        for room in active:
+            seat = room.seat_of(user.id)
+            assert seat is not None
+            self.rooms[room.game_id] = room
+            room.player_connected(seat, self)
+        log.info("authenticated", extra={"peer": self.peer, "user": user.name,
+                                         "kind": user.kind})
+        return p.Authed(id=request_id, user=p.User(name=user.name, kind=user.kind),
+                        session_token=token,
+                        active_games=tuple(r.game_id for r in active))
+
+    async def on_logout(self, m: p.Logout) -> p.ServerMessage:
+        if self.token is not None:
+            await self.server.accounts.end_session(self.token)
+        self.detach()
+        self.user = self.member = self.token = None
+        return p.Ok(id=m.id)
+
+    def detach(self) -> None:
+        """Leave every room and the lobby (on logout or disconnect)."""
+        for room in self.rooms.values():
+            seat = room.seat_of(self.user.id) if self.user else None
+            if seat is not None:
+                room.player_disconnected(seat, self)
+            else:
+                room.unsubscribe(self)
+        self.rooms.clear()
+        self.server.lobby.subscribers.discard(self)
+        if self.member is not None:
+            self.server.lobby.leave(self.member, self)
+            self.member = None
+
+    async def on_ping(self, m: p.Ping) -> p.ServerMessage:
+        return p.Pong(id=m.id)
+
+    # -- lobby ----------------------------------------------------------------------------------
+    async def on_lobby_subscribe(self, m: p.LobbySubscribe) -> p.ServerMessage:
+        lobby = self.server.lobby
+        lobby.subscribers.add(self)
+        return p.Lobby(id=m.id, seeks=lobby.open_seeks(),
+                       players=tuple(mem.wire() for mem in lobby.members.values()))
+
+    async def on_lobby_unsubscribe(self, m: p.LobbyUnsubscribe) -> p.ServerMessage:
+        self.server.lobby.subscribers.discard(self)
+        return p.Ok(id=m.id)
+
+    def _me(self) -> Member:
+        assert self.member is not None
+        return self.member
+
+    async def on_seek(self, m: p.Seek) -> p.ServerMessage:
+        offer = Offer(m.game, dict(m.options), m.clock)
+        seek_id, partner = self.server.lobby.add_seek(self._me(), offer)
+        self.send(p.SeekCreated(id=m.id, seek_id=seek_id))
+        if partner is not None:
+            seats = [partner.owner, self._me()]
+            secrets.SystemRandom().shuffle(seats)
+            await self.server.start_game(offer, (seats[0], seats[1]))
+        return None
+
+    async def on_cancel_seek(self, m: p.CancelSeek) -> p.ServerMessage:
+        self.server.lobby.cancel_seek(m.seek_id, self._me())
+        return p.Ok(id=m.id)
+
+    async def on_accept_seek(self, m: p.AcceptSeek) -> p.ServerMessage:
+        entry = self.server.lobby.take_seek(m.seek_id, self._me())
+        seats = [entry.owner, self._me()]
+        secrets.SystemRandom().shuffle(seats)
+        self.send(p.Ok(id=m.id))
+        await self.server.start_game(entry.offer, (seats[0], seats[1]))
+        return None
+
+    async def on_challenge(self, m: p.Challenge) -> p.ServerMessage:
+        lobby = self.server.lobby
+        target = lobby.by_name(m.to)
+        if target is None:
+            raise p.ProtocolError(f"{m.to} is not online", code=p.ErrorCode.NOT_FOUND)
+        entry = lobby.add_challenge(self._me(), target, Offer(m.game, dict(m.options), m.clock),
+                                    m.color)
+        target.send(p.encode(p.ChallengeReceived(
+            challenge_id=entry.challenge_id, from_=self._me().wire(), game=m.game,
+            options=dict(m.options), clock=m.clock, color=m.color)))
+        return p.ChallengeCreated(id=m.id, challenge_id=entry.challenge_id)
+
+    async def on_accept_challenge(self, m: p.AcceptChallenge) -> p.ServerMessage:
+        lobby = self.server.lobby
+        entry = lobby.pending(m.challenge_id, self._me(), as_target=True)
+        lobby.end_challenge(entry, "accepted")
+        seats = [entry.challenger, entry.target]
+        if entry.color == "random":
+            secrets.SystemRandom().shuffle(seats)
+        elif entry.color == 1:
+            seats.reverse()
+        self.send(p.Ok(id=m.id))
+        await self.server.start_game(entry.offer, (seats[0], seats[1]))
+        return None
+
+    async def on_decline_challenge(self, m: p.DeclineChallenge) -> p.ServerMessage:
+        lobby = self.server.lobby
+        lobby.end_challenge(lobby.pending(m.challenge_id, self._me(), as_target=True),
+                            "declined")
+        return p.Ok(id=m.id)
+
+    async def on_cancel_challenge(self, m: p.CancelChallenge) -> p.ServerMessage:
+        lobby = self.server.lobby
+        lobby.end_challenge(lobby.pending(m.challenge_id, self._me(), as_target=False),
+                            "cancelled")
+        return p.Ok(id=m.id)
+
+    def joined_game(self, room: GameRoom) -> None:
+        """Called by the server when a game starts with this session's user in it."""
+        assert self.user is not None
+        seat = room.seat_of(self.user.id)
+        assert seat is not None
+        self.rooms[room.game_id] = room
+        room.player_connected(seat, self)
+
+    # -- play -----------------------------------------------------------------------------------
+    def _room(self, game_id: str) -> GameRoom:
+        room = self.server.rooms.get(game_id)
+        if room is None:
+            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id} in progress", game_id)
+        return room
+
+    def _uid(self) -> int:
+        assert self.user is not None
+        return self.user.id
+
+    async def on_move(self, m: p.Move) -> p.ServerMessage:
+        room = self.server.rooms.get(m.game_id) or self.server.finished.get(m.game_id)
+        if room is None:
+            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {m.game_id} in progress", m.game_id)
+        seq = await room.play(self._uid(), m)
+        return p.MoveAck(id=m.id, game_id=m.game_id, ply=m.ply, seq=seq)
+
+    async def on_resign(self, m: p.Resign) -> p.ServerMessage:
+        await self._finished_or_live(m.game_id).resign(self._uid())
+        return p.Ok(id=m.id)
+
+    async def on_abort(self, m: p.Abort) -> p.ServerMessage:
+        await self._finished_or_live(m.game_id).abort(self._uid())
+        return p.Ok(id=m.id)
+
+    async def on_claim_win(self, m: p.ClaimWin) -> p.ServerMessage:
+        await self._finished_or_live(m.game_id).claim_win(self._uid())
+        return p.Ok(id=m.id)
+
+    def _finished_or_live(self, game_id: str) -> GameRoom:
+        room = self.server.rooms.get(game_id) or self.server.finished.get(game_id)
+        if room is None:
+            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id} in progress", game_id)
+        return room
+
+    async def on_chat(self, m: p.Chat) -> p.ServerMessage:
+        wait = self.chat_bucket.take()
+        if wait:
+            raise p.ProtocolError("chat: slow down", code=p.ErrorCode.RATE_LIMITED,
+                                  retry_after_ms=int(wait * 1000) + 1, game_id=m.game_id)
+        assert self.user is not None
+        await self._room(m.game_id).chat(Seat(self.user.id, self.user.name, self.user.kind),
+                                          m.text)
+        return p.Ok(id=m.id)
+
+    # -- watching, resuming, history ------------------------------------------------------------
+    async def on_watch(self, m: p.Watch) -> p.ServerMessage:
+        room = self.server.rooms.get(m.game_id)
+        if room is not None:
+            async with room.lock:
+                room.subscribe(self)
+                self.rooms[room.game_id] = room
+                return p.GameState(id=m.id, game=room.snapshot())
+        return p.GameState(id=m.id, game=await self.server.stored_snapshot(m.game_id))
+
+    async def on_unwatch(self, m: p.Unwatch) -> p.ServerMessage:
+        room = self.rooms.get(m.game_id)
+        if room is not None and (self.user is None or room.seat_of(self.user.id) is None):
+            room.unsubscribe(self)
+            del self.rooms[m.game_id]
+        return p.Ok(id=m.id)
+
+    async def on_resume(self, m: p.Resume) -> p.ServerMessage:
+        room = self.server.rooms.get(m.game_id)
+        if room is None:
+            # finished (or unknown): the stored record is the whole truth
+            return p.GameState(id=m.id, game=await self.server.stored_snapshot(m.game_id))
+        async with room.lock:
+            seat = room.seat_of(self.user.id) if self.user else None
+            if m.game_id not in self.rooms:
+                self.rooms[m.game_id] = room
+                if seat is not None:
+                    room.player_connected(seat, self)
+                else:
+                    room.subscribe(self)
+            frames = room.events_since(m.since_seq)
+            if frames is None:
+                return p.GameState(id=m.id, game=room.snapshot())
+            for frame in frames:
+                self.send_frame(frame)
+            return p.Ok(id=m.id)
+
+    async def on_list_games(self, m: p.ListGames) -> p.ServerMessage:
+        return await self.server.list_games(m)
+
+    async def on_get_game(self, m: p.GetGame) -> p.ServerMessage:
+        return p.GameRecord(id=m.id, record=await self.server.record(m.game_id))
