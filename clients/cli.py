@@ -13,7 +13,17 @@ from collections.abc import Sequence
 
 SERVER_COMMANDS = {"serve", "db", "admin"}
 # command -> (module in clients, one-line help)
-CLIENT_COMMANDS: dict[str, tuple[str, str]] = {}
+CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
+    "play": ("clients.play", "the interactive terminal client"),
+    "bot": ("clients.sdk.cli", "run a bundled or your own bot on a server"),
+    "bridge": ("clients.sdk.bridge_cli", "connect an external engine: tessera bridge -- PROG"),
+    "arena": ("clients.arena", "play bots against each other and rate them"),
+    "replay": ("clients.replay", "step through a stored match"),
+    "export": ("clients.export", "write a match record as text or JSON"),
+    "verify": ("clients.export", "re-play match records through the engine"),
+    "bench": ("clients.bench", "load benchmark of a real server"),
+    "chaos": ("clients.chaos", "crash test: kill the server during live games"),
+}
 
 USAGE = """usage: tessera COMMAND [ARGS]
 
@@ -35,6 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.execv(sys.executable, [sys.executable, "-m", "server", *args])
     if command in CLIENT_COMMANDS:
         module = importlib.import_module(CLIENT_COMMANDS[command][0])
+        if command == "verify":
+            return int(module.verify_main(args[1:]) or 0)
         return int(module.main(args[1:]) or 0)
     print(f"tessera: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
