@@ -92,6 +92,19 @@ class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
 
 
+def check_fits(row_class: type[Base], field: str, value: str | None) -> None:
+    """ValueError if a text is longer than its column allows.
+
+    PostgreSQL enforces VARCHAR lengths and SQLite does not; checking before writing makes
+    both refuse the same values, with a clear message instead of a driver error.
+    """
+    length = getattr(row_class.__table__.c[field].type, "length", None)
+    if value is not None and length is not None and len(value) > length:
+        raise ValueError(
+            f"{row_class.__tablename__}.{field} holds at most {length} characters: {value!r}"
+        )
+
+
 class UserRow(Base):
     """An account. ``name_key`` is the case-folded name and carries the uniqueness."""
 

@@ -38,7 +38,16 @@ from sqlalchemy.orm import aliased
 
 from .db import is_sqlite, make_session_factory
 from .errors import Conflict, InvalidCursor, NameTaken
-from .models import TOKEN_KINDS, USER_KINDS, ApiTokenRow, ChatRow, GameRow, MoveRow, UserRow
+from .models import (
+    TOKEN_KINDS,
+    USER_KINDS,
+    ApiTokenRow,
+    ChatRow,
+    GameRow,
+    MoveRow,
+    UserRow,
+    check_fits,
+)
 from .records import (
     ChatRecord,
     FinishedStatus,
@@ -106,6 +115,8 @@ class Store:
             raise ValueError(f"user kind must be one of {USER_KINDS}, not {kind!r}")
         if not name.strip():
             raise ValueError("a user name cannot be blank")
+        check_fits(UserRow, "name", name)
+        check_fits(UserRow, "password_hash", password_hash)
         row = UserRow(
             name=name,
             name_key=name_key(name),
@@ -134,6 +145,7 @@ class Store:
 
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> None:
         """Replace a stored password hash (a new password, or a rehash with new parameters)."""
+        check_fits(UserRow, "password_hash", password_hash)
         async with self.engine.begin() as conn:
             await conn.execute(
                 update(_USERS).where(_USERS.c.id == user_id).values(password_hash=password_hash)
@@ -192,6 +204,7 @@ class Store:
         """
         if kind not in TOKEN_KINDS:
             raise ValueError(f"token kind must be one of {TOKEN_KINDS}, not {kind!r}")
+        check_fits(ApiTokenRow, "label", label)
         token = secrets.token_urlsafe(32)
         row = ApiTokenRow(
             user_id=user_id,
@@ -286,6 +299,9 @@ class Store:
         ``created_at``, when the first player's clock starts.
         """
         created = _now(created_at)
+        check_fits(GameRow, "game_key", game_key)
+        check_fits(GameRow, "rules_version", rules_version)
+        check_fits(GameRow, "id", game_id)
         for attempt in range(3):
             row = GameRow(
                 id=game_id or new_game_id(),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -30,15 +31,18 @@ async def open_storage(
     migrate: bool = True,
     max_batch: int = 256,
     on_commit: Callable[[int], None] | None = None,
+    connect_args: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Storage]:
     """Open the database for serving: migrate it, start the writer; on exit flush and close.
 
     Call it from ``main()`` (never at import time)::
 
-        async with open_storage(url) as storage:
+        async with open_storage(url, on_commit=metrics.commit_batch.observe) as storage:
             await serve(storage.store, storage.writer)
+
+    ``connect_args`` go to the driver (asyncpg: ``ssl``, ``server_settings``, ...).
     """
-    engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
+    engine = make_engine(url, sqlite_synchronous=sqlite_synchronous, connect_args=connect_args)
     try:
         if migrate:
             await upgrade(engine)

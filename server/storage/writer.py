@@ -8,11 +8,12 @@ so ``CommitQueue`` runs one asyncio task that takes everything queued since its 
 ``await queue.submit(item)``. While one commit is in flight the next batch gathers, so the
 batch size adapts to the load by itself, with no timer.
 
-If the batch transaction fails on a uniqueness or reference rule (a duplicate ``(game_id,
-ply)``, an unknown game), nothing of it was stored; the batch is then written again item by
-item, each in its own transaction, so only the offending items fail (``Conflict``) and the
-others are stored and acknowledged. Any other database failure fails every item of the batch
-with ``WriteFailed``: nothing is acknowledged that is not stored.
+If the database refuses the batch for what is in it (a constraint: a duplicate ``(game_id,
+ply)``, an unknown game; or data it cannot take), nothing of it was stored; the batch is then
+written again item by item, each in its own transaction, so only the offending items fail
+(``Conflict``) and the others are stored and acknowledged. Any other failure (the disk, the
+connection) fails every item of the batch with ``WriteFailed``: nothing is acknowledged that
+is not stored, and the queue carries on with the next batch.
 
 Lifecycle::
 
@@ -40,7 +41,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .errors import Conflict, GameNotPlaying, StorageError, WriteFailed, WriterClosed
-from .models import ChatRow, GameRow, MoveRow
+from .models import ChatRow, GameRow, MoveRow, check_fits
 from .records import FinishedStatus
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 _MOVES = cast(Table, MoveRow.__table__)
 _CHAT = cast(Table, ChatRow.__table__)
 _GAMES = cast(Table, GameRow.__table__)
-MAX_MOVE_TEXT = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +69,10 @@ class MovePlayed:
         _check_at_least("ply", self.ply, 0)
         _check_at_least("seq", self.seq, 0)
         _check_at_least("ms_used", self.ms_used, 0)
-        if not self.move or len(self.move) > MAX_MOVE_TEXT:
-            raise ValueError(f"move text must be 1..{MAX_MOVE_TEXT} characters: {self.move!r}")
+        if not self.move:
+            raise ValueError("a move cannot be empty")
+        check_fits(MoveRow, "move", self.move)
+        check_fits(MoveRow, "game_id", self.game_id)
         _check_aware("played_at", self.played_at)
 
 
@@ -109,6 +111,7 @@ class GameFinished:
                 raise ValueError("an aborted game has no winner")
         _check_at_least("seq", self.seq, 0)
         _check_aware("ended_at", self.ended_at)
+        check_fits(GameRow, "reason", self.reason)
 
 
 def _check_seat(name: str, value: int) -> None:

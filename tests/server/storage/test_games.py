@@ -125,8 +125,10 @@ async def test_items_are_validated_when_built() -> None:
         MovePlayed("g", 0, 1, "Ba1", 2, 0, None, T0)
     with pytest.raises(ValueError, match="ply"):
         MovePlayed("g", -1, 1, "Ba1", 0, 0, None, T0)
-    with pytest.raises(ValueError, match="move text"):
+    with pytest.raises(ValueError, match="at most 256"):
         MovePlayed("g", 0, 1, "x" * 300, 0, 0, None, T0)
+    with pytest.raises(ValueError, match="empty"):
+        MovePlayed("g", 0, 1, "", 0, 0, None, T0)
     with pytest.raises(ValueError, match="no winner"):
         GameFinished("g", 0, "abort", 3, T0, status="aborted")
     with pytest.raises(ValueError, match="over or aborted"):

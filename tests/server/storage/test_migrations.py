@@ -57,6 +57,11 @@ async def test_models_match_migrations(db: Database) -> None:
     assert (operation, index.name) == ("add_index", "ix_games_ended_at_id")
 
 
+def test_models_cannot_lazy_load() -> None:
+    # No relationships at all: queries join explicitly, and nothing loads behind one's back.
+    assert all(not mapper.relationships for mapper in Base.registry.mappers)
+
+
 async def test_downgrade_to_base_and_back(db: Database) -> None:
     engine = db.engine()
     await db.upgrade()

@@ -59,6 +59,30 @@ async def test_login_failures_lock_the_account_until_reset(store: Store) -> None
     assert await store.record_login_failure(user.id + 1000) is None
 
 
+async def test_the_lock_may_grow_with_the_failures(store: Store) -> None:
+    user = await store.create_user("Dora", "human", now=T0)
+
+    def doubling(failures: int) -> timedelta:
+        return timedelta(seconds=30 * 2 ** (failures - 2))
+
+    for failures, lock in [(1, None), (2, 30), (3, 60), (4, 120)]:
+        after = await store.record_login_failure(
+            user.id, now=at(failures), max_failures=2, lock_for=doubling
+        )
+        assert after is not None and after.failed_logins == failures
+        assert after.locked_until == (None if lock is None else at(failures + lock))
+
+
+async def test_texts_longer_than_their_columns_are_refused_on_every_backend(
+    store: Store,
+) -> None:
+    with pytest.raises(ValueError, match=r"users\.name holds at most 64"):
+        await store.create_user("n" * 65, "human")
+    user = await store.create_user("n" * 64, "human")
+    with pytest.raises(ValueError, match=r"api_tokens\.label"):
+        await store.create_token(user.id, "bot", "l" * 65)
+
+
 async def test_token_is_returned_once_and_stored_only_as_its_digest(
     store: Store, engine: AsyncEngine
 ) -> None:

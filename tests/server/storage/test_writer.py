@@ -1,0 +1,183 @@
+"""Group commit: many games' moves share transactions; failures reject only what failed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from server.storage import (
+    ChatSent,
+    CommitQueue,
+    Conflict,
+    Item,
+    Store,
+    User,
+    WriteFailed,
+    WriterClosed,
+    current_revision,
+    head_revision,
+    open_storage,
+)
+
+from .conftest import Database
+from .test_games import move, new_game
+
+
+@contextmanager
+def counting_commits(engine: AsyncEngine) -> Iterator[list[int]]:
+    """Count the COMMITs the engine issues while the block runs."""
+    commits: list[int] = []
+
+    def on_commit(_connection: object) -> None:
+        commits.append(1)
+
+    event.listen(engine.sync_engine, "commit", on_commit)
+    try:
+        yield commits
+    finally:
+        event.remove(engine.sync_engine, "commit", on_commit)
+
+
+async def stored_moves(engine: AsyncEngine) -> set[tuple[str, int]]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(text("SELECT game_id, ply FROM moves"))
+        return {(game_id, ply) for game_id, ply in rows}
+
+
+async def test_concurrent_submits_share_few_transactions(
+    store: Store, engine: AsyncEngine, players: tuple[User, User]
+) -> None:
+    games = [await new_game(store, players, created=n) for n in range(40)]
+    items = [move(game_id, ply) for ply in range(5) for game_id in games]
+    sizes: list[int] = []
+    with counting_commits(engine) as commits:
+        async with CommitQueue(engine, max_batch=64, on_commit=sizes.append) as writer:
+            await asyncio.gather(*(writer.submit(item) for item in items))
+    assert await stored_moves(engine) == {(i.game_id, i.ply) for i in items}
+    assert len(commits) == writer.stats.transactions == len(sizes) <= 5  # 200 items / 64
+    assert max(sizes) == 64 and sum(sizes) == writer.stats.stored == 200
+
+
+async def test_games_moving_one_at_a_time_are_batched_together(
+    store: Store, engine: AsyncEngine, writer: CommitQueue, players: tuple[User, User]
+) -> None:
+    # Each game waits for its move to be stored before the next, as a game room does; the
+    # 20 games together still need only about one commit per round, not one per move.
+    games = [await new_game(store, players, created=n) for n in range(20)]
+
+    async def play(game_id: str) -> None:
+        for ply in range(10):
+            await writer.submit(move(game_id, ply))
+
+    with counting_commits(engine) as commits:
+        await asyncio.gather(*(play(game_id) for game_id in games))
+    assert len(await stored_moves(engine)) == 200
+    assert len(commits) <= 25
+
+
+async def test_a_bad_item_is_rejected_and_the_rest_of_its_batch_stored(
+    store: Store, engine: AsyncEngine, writer: CommitQueue, players: tuple[User, User]
+) -> None:
+    first, second = await new_game(store, players), await new_game(store, players, created=1)
+    await writer.submit(move(first, 0))
+    batch: list[Item] = [
+        move(second, 0),
+        move(first, 0, "Bz9", seq=7),  # ply 0 of `first` is already stored
+        move(first, 1),
+        move("nosuchgame", 0),  # unknown game: foreign key
+        ChatSent(second, 2, players[1].id, "hi", move(second, 0).played_at),
+        move(second, 1, seq=3),
+        move(second, 2, seq=3),  # seq 3 of `second` taken within the same batch
+    ]
+    outcomes = await asyncio.gather(
+        *(writer.submit(item) for item in batch), return_exceptions=True
+    )
+    assert [type(o).__name__ for o in outcomes] == [
+        "NoneType", "Conflict", "NoneType", "Conflict", "NoneType", "NoneType", "Conflict"
+    ]
+    assert await stored_moves(engine) == {(first, 0), (first, 1), (second, 0), (second, 1)}
+    record = await store.get_game_record(first)
+    assert record is not None and record.moves[0].move == "Ba1"  # the original, not "Bz9"
+    assert writer.stats.isolated == 1 and writer.stats.failed == 3
+    await writer.submit(move(first, 2))  # and the queue carries on
+    assert (first, 2) in await stored_moves(engine)
+
+
+async def test_a_database_failure_fails_the_whole_batch(
+    store: Store, engine: AsyncEngine, writer: CommitQueue, players: tuple[User, User]
+) -> None:
+    game_id = await new_game(store, players)
+    async with engine.begin() as conn:
+        await conn.execute(text("DROP TABLE chat"))
+    said = ChatSent(game_id, 2, players[0].id, "hi", move(game_id, 0).played_at)
+    batch: list[Item] = [move(game_id, 0), said]
+    outcomes = await asyncio.gather(
+        *(writer.submit(item) for item in batch), return_exceptions=True
+    )
+    assert all(isinstance(outcome, WriteFailed) for outcome in outcomes)
+    assert await stored_moves(engine) == set()  # nothing acknowledged, nothing stored
+    await writer.submit(move(game_id, 0))
+    assert await stored_moves(engine) == {(game_id, 0)}
+
+
+async def test_close_writes_everything_queued_then_refuses(
+    store: Store, engine: AsyncEngine, players: tuple[User, User]
+) -> None:
+    game_id = await new_game(store, players)
+    writer = CommitQueue(engine, max_batch=8)
+    with pytest.raises(WriterClosed):
+        await writer.submit(move(game_id, 0))  # not started yet
+    writer.start()
+    pending = [asyncio.create_task(writer.submit(move(game_id, ply))) for ply in range(30)]
+    await asyncio.sleep(0)  # every submit has queued its item
+    await writer.close()
+    assert all(task.done() and task.exception() is None for task in pending)
+    assert len(await stored_moves(engine)) == 30
+    with pytest.raises(WriterClosed):
+        await writer.submit(move(game_id, 30))
+    await writer.close()  # closing twice is harmless
+    assert not writer.running
+
+
+async def test_a_cancelled_submitter_does_not_withdraw_its_item(
+    store: Store, engine: AsyncEngine, writer: CommitQueue, players: tuple[User, User]
+) -> None:
+    game_id = await new_game(store, players)
+    task = asyncio.create_task(writer.submit(move(game_id, 0)))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await writer.close()
+    assert await stored_moves(engine) == {(game_id, 0)}
+
+
+async def test_submit_refuses_what_it_cannot_store(writer: CommitQueue) -> None:
+    with pytest.raises(TypeError):
+        await writer.submit("Ba1")  # type: ignore[arg-type]
+
+
+async def test_conflict_is_a_storage_error() -> None:
+    from server.storage import StorageError
+
+    assert issubclass(Conflict, StorageError) and issubclass(WriteFailed, StorageError)
+
+
+async def test_open_storage_migrates_serves_and_flushes(db: Database) -> None:
+    async with open_storage(db.url, connect_args=db.connect_args) as storage:
+        assert storage.writer.running
+        alice = await storage.store.create_user("Alice", "human")
+        bot = await storage.store.create_user("Bot9", "bot")
+        game_id = await new_game(storage.store, (alice, bot))
+        pending = asyncio.create_task(storage.writer.submit(move(game_id, 0)))
+        await asyncio.sleep(0)
+    assert pending.done() and pending.exception() is None
+    assert not storage.writer.running
+    engine = db.engine()
+    assert await current_revision(engine) == head_revision()
+    assert await stored_moves(engine) == {(game_id, 0)}
