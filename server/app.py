@@ -182,7 +182,7 @@ class GameServer:
         record = await self.store.get_game_record(game_id)
         if record is None:
             raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
-        wire = _record_to_wire(record, await self._kinds(record.info.player_ids))
+        wire = record_to_wire(record, await self._kinds(record.info.player_ids))
         return p.Snapshot(
             game_id=wire.game_id, game=wire.game, options=wire.options, clock=wire.clock,
             players=wire.players, status=wire.status, moves=wire.moves,
@@ -193,7 +193,7 @@ class GameServer:
         record = await self.store.get_game_record(game_id)
         if record is None:
             raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
-        return _record_to_wire(record, await self._kinds(record.info.player_ids))
+        return record_to_wire(record, await self._kinds(record.info.player_ids))
 
     async def _kinds(self, user_ids: tuple[int, int]) -> tuple[str, str]:
         kinds = []
@@ -234,7 +234,7 @@ class GameServer:
         return p.GameList(id=m.id, games=tuple(games), next_cursor=page.next_cursor)
 
 
-def _record_to_wire(record: GameRecord, kinds: tuple[str, str]) -> p.Record:
+def record_to_wire(record: GameRecord, kinds: tuple[str, str]) -> p.Record:
     info = record.info
     finished = info.status != "playing"
     return p.Record(

@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     up = db_sub.add_parser("upgrade", help="apply migrations up to the newest")
     _db_arg(up)
 
+    dump = sub.add_parser("dump", help="print stored match records as JSON lines")
+    dump.add_argument("game_ids", nargs="*", help="games to print (default with --all: every one)")
+    dump.add_argument("--all", action="store_true", help="every finished and live game")
+    _db_arg(dump)
+
     admin = sub.add_parser("admin", help="accounts and bot tokens")
     admin_sub = admin.add_subparsers(dest="admin_command", required=True)
     cu = admin_sub.add_parser("create-user", help="create a human account")
@@ -83,7 +88,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         asyncio.run(upgrade(db_url))
         print(f"database at head: {redact_url(db_url)}")
         return 0
+    if args.command == "dump":
+        return asyncio.run(_dump(args, db_url))
     return asyncio.run(_admin(args, db_url))
+
+
+async def _dump(args: argparse.Namespace, db_url: str) -> int:
+    """One JSON object per line: the wire form of each record (see docs/PROTOCOL.md)."""
+    import json
+
+    from .app import record_to_wire
+    from .storage import Store, make_engine
+
+    engine = make_engine(db_url)
+    missing = 0
+    try:
+        store = Store(engine)
+        ids = list(args.game_ids)
+        if args.all:
+            from sqlalchemy import select
+
+            from .storage.models import GameRow
+
+            async with engine.connect() as conn:
+                rows = await conn.execute(select(GameRow.id).order_by(GameRow.created_at,
+                                                                      GameRow.id))
+                ids += [row[0] for row in rows]
+        for game_id in ids:
+            record = await store.get_game_record(game_id)
+            if record is None:
+                print(f"error: no game {game_id}", file=sys.stderr)
+                missing += 1
+                continue
+            kinds = []
+            for uid in record.info.player_ids:
+                user = await store.get_user(uid)
+                kinds.append(user.kind if user else "human")
+            wire = record_to_wire(record, (kinds[0], kinds[1])).to_wire()
+            print(json.dumps(wire, separators=(",", ":")), flush=True)
+    finally:
+        await engine.dispose()
+    return 1 if missing else 0
 
 
 async def _admin(args: argparse.Namespace, db_url: str) -> int:
