@@ -1,0 +1,16 @@
+"""Bundled bots and the interface every bot implements.
+
+    from clients.bots import make_bot, TimeBudget
+    bot = make_bot("mcts", seed=1)
+    move = bot.choose_move(state, TimeBudget(remaining_ms=None, per_move_ms=200))
+
+``random`` plays uniformly random legal moves. Write your own by subclassing :class:`Bot`
+(see :mod:`clients.bots.base`).
+"""
+
+from __future__ import annotations
+
+from . import random_bot
+from .base import BOTS, Bot, TimeBudget, make_bot, register
+
+__all__ = ["BOTS", "Bot", "TimeBudget", "make_bot", "random_bot", "register"]
