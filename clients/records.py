@@ -183,11 +183,13 @@ def check_date(date: object) -> str:
 
 
 def utc_date(when: datetime | None = None) -> str:
-    """``when`` (an aware datetime; default now) as a record date: 2025-03-01T18:04:05Z."""
+    """``when`` (an aware datetime; default now) as a record date: 2025-03-01T18:04:05Z,
+    with milliseconds (``18:04:05.123Z``) when there are any."""
     when = datetime.now(UTC) if when is None else when
     if when.tzinfo is None:
         raise RecordError("utc_date needs a timezone-aware datetime")
-    return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    spec = "milliseconds" if when.microsecond // 1000 else "seconds"
+    return when.astimezone(UTC).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 # -- time controls -----------------------------------------------------------------------------
@@ -609,6 +611,38 @@ def record_from_state(state: engine.State, *, players: Sequence[str], date: str,
                        winner=winner,
                        moves=tuple(RecordMove(i, m) for i, m in enumerate(state.moves)),
                        **fields)
+
+
+def record_from_wire(data: Any, rules_version: str | None = None) -> MatchRecord:
+    """A record from the server's wire form of a game record (the protocol's ``Record``
+    message, or its plain-data form as printed by ``server dump``).
+
+    The wire form has no rules version: pass the stored one, else the engine's is assumed.
+    A game still ``waiting`` or ``playing`` becomes ``unterminated``; ``created_ms`` becomes
+    the date.
+    """
+    if hasattr(data, "to_wire"):
+        data = data.to_wire()
+    if not isinstance(data, Mapping):
+        raise RecordError(f"a wire record must be a mapping, got {type(data).__name__}")
+    try:
+        players = data["players"]
+        result = data.get("result") if data["status"] == "over" else None
+        started = datetime.fromtimestamp(data["created_ms"] / 1000, UTC)
+        moves = tuple(RecordMove(m["ply"], m["move"], m.get("ms_used"), m.get("clock_ms"))
+                      for m in data["moves"])
+        return MatchRecord(
+            game=data["game"], options=dict(data.get("options") or {}),
+            rules_version=rules_version, game_id=data.get("game_id"),
+            players=(players[0]["name"], players[1]["name"]),
+            player_kinds=(players[0]["kind"], players[1]["kind"]),
+            date=utc_date(started), time_control=data.get("clock") or {"kind": "unlimited"},
+            winner=None if result is None else result["winner"],
+            termination="unterminated" if result is None else result["reason"],
+            moves=moves,
+        )
+    except (KeyError, IndexError, TypeError) as e:
+        raise RecordError(f"malformed wire record: {type(e).__name__} {e}") from None
 
 
 @dataclass(frozen=True, slots=True)

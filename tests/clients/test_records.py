@@ -28,6 +28,7 @@ from clients.records import (
     parse_record,
     parse_time_control,
     record_from_state,
+    record_from_wire,
     to_dict,
     to_json,
     utc_date,
@@ -318,6 +319,27 @@ def test_json_optional_keys_and_bad_json() -> None:
         from_json("{")
     with pytest.raises(RecordError, match="must be a JSON object"):
         from_json("[]")
+
+
+def test_record_from_the_servers_wire_form() -> None:
+    wire = {"game_id": "g1", "game": "hadron", "options": {"size": 5},
+            "clock": {"kind": "fischer", "base_ms": 60000, "increment_ms": 1000},
+            "players": [{"name": "ann", "kind": "human"}, {"name": "bot1", "kind": "bot"}],
+            "status": "over",
+            "moves": [{"ply": 0, "move": "c3", "by": 0, "ms_used": 1200, "clock_ms": 59800}],
+            "result": {"winner": 1, "reason": "resign"},
+            "created_ms": 1740852245123, "ended_ms": 1740852250000}
+    record = record_from_wire(wire)
+    assert record == MatchRecord(
+        game="hadron", options={"size": 5}, game_id="g1", players=("ann", "bot1"),
+        player_kinds=("human", "bot"), date="2025-03-01T18:04:05.123Z",
+        time_control={"kind": "fischer", "base_ms": 60000, "increment_ms": 1000}, winner=1,
+        termination="resign", moves=(RecordMove(0, "c3", 1200, 59800),))
+    assert verify(record).ok
+    playing = record_from_wire({**wire, "status": "playing", "result": None}, "1")
+    assert playing.termination == "unterminated" and playing.winner is None
+    with pytest.raises(RecordError, match="malformed wire record"):
+        record_from_wire({**wire, "players": []})
 
 
 # -- verification ------------------------------------------------------------------------------
