@@ -222,7 +222,7 @@ def test_a_hanging_engine_is_killed_restarted_then_resigned_for(bots: list[Engin
     with pytest.raises(BridgeResign, match="failed again"):
         play(bot, "hadron", budget=FAST)
     elapsed = time.monotonic() - started
-    assert 0.6 < elapsed < 2.0, elapsed  # two attempts of ~0.45 s, well inside the 3 s clock
+    assert 0.9 < elapsed < 3.0, elapsed  # two attempts of ~0.45 s and a restart, inside the clock
     hung = [m for m in messages(logs) if "hung" in m]
     assert len(hung) == 2
     assert re.search(r"engine hanger hung: still waiting for its answer to 'go' \(allowed \d+ "
@@ -236,7 +236,7 @@ def test_a_hanging_engine_never_overruns_the_clock(bots: list[EngineBot], logs: 
     started = time.monotonic()
     with pytest.raises(BridgeResign, match="no time left on the clock"):
         bot.choose_move(state, TimeBudget(remaining_ms=None, per_move_ms=400))
-    assert time.monotonic() - started < 0.6  # killed at 0.35 s; 0.05 s margin + slack
+    assert time.monotonic() - started < 0.7  # killed at 0.35 s, 50 ms before the clock ends
     assert any("hung" in m for m in messages(logs))
 
 
