@@ -21,11 +21,12 @@ ends in ``_`` (``from_``) has the wire name without it (``from``).
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import re
 import types
 import typing
-from typing import Annotated, Any, ClassVar, Literal, Union, cast
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from protocol.errors import InvalidMessage
 from protocol.limits import MAX_DEPTH
@@ -128,6 +129,14 @@ def fail(path: str, expected: str, value: object) -> typing.NoReturn:
     raise InvalidMessage(f"{path}: expected {expected}, got {show(value)}")
 
 
+def check_utf8(value: str, path: str) -> None:
+    """Reject lone surrogates: they cannot be encoded (decoded strings never have them)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidMessage(f"{path}: text is not valid Unicode (lone surrogate)") from None
+
+
 class Converter:
     """Checks, loads and dumps values of one annotated type."""
 
@@ -184,6 +193,7 @@ class StrConverter(Converter):
             fail(path, self.expected, value)
         if bound.printable and not value.isprintable():
             raise InvalidMessage(f"{path}: expected printable text, got control characters")
+        check_utf8(value, path)
         return value
 
 
@@ -236,7 +246,8 @@ class ScalarUnionConverter(Converter):
 
 
 class TupleConverter(Converter):
-    """``tuple[X, ...]`` with an :class:`Items` bound; a msgpack array on the wire."""
+    """``tuple[X, ...]`` or ``Sequence[X]`` with an :class:`Items` bound: a tuple in
+    Python (lists are converted when a message is built), an array on the wire."""
 
     def __init__(self, item: Converter, bound: Items) -> None:
         self.item = item
@@ -263,37 +274,10 @@ class TupleConverter(Converter):
         return [self.item.dump(v) for v in value]
 
 
-class FixedTupleConverter(Converter):
-    """``tuple[X, Y]``: an array of exactly that many items."""
-
-    def __init__(self, items: list[Converter]) -> None:
-        self.items = items
-        self.expected = f"array of {len(items)} items"
-
-    def _convert(self, value: object, path: str, load: bool) -> tuple[Any, ...]:
-        kinds: tuple[type, ...] = (list,) if load else (list, tuple)
-        if not isinstance(value, kinds):
-            fail(path, self.expected, value)
-        value = cast(list[object], value)
-        if len(value) != len(self.items):
-            fail(path, self.expected, value)
-        return tuple(
-            (conv.load if load else conv.check)(v, f"{path}[{i}]")
-            for i, (conv, v) in enumerate(zip(self.items, value, strict=True))
-        )
-
-    def check(self, value: object, path: str) -> tuple[Any, ...]:
-        return self._convert(value, path, load=False)
-
-    def load(self, value: object, path: str) -> tuple[Any, ...]:
-        return self._convert(value, path, load=True)
-
-    def dump(self, value: Any) -> list[Any]:
-        return [conv.dump(v) for conv, v in zip(self.items, value, strict=True)]
-
-
 class DictConverter(Converter):
-    """``dict[str, X]`` with an :class:`Items` bound; keys sorted on the wire."""
+    """``dict[str, X]`` or ``Mapping[str, X]`` with an :class:`Items` bound: a dict in
+    Python (any mapping is copied into one when a message is built), keys sorted on the
+    wire."""
 
     def __init__(self, key: Converter, item: Converter, bound: Items) -> None:
         self.key = key
@@ -302,7 +286,7 @@ class DictConverter(Converter):
         self.expected = f"map of {bound.min_len}..{bound.max_len} entries"
 
     def _convert(self, value: object, path: str, load: bool) -> dict[str, Any]:
-        if not isinstance(value, dict):
+        if not isinstance(value, dict if load else collections.abc.Mapping):
             fail(path, self.expected, value)
         if not self.bound.min_len <= len(value) <= self.bound.max_len:
             raise InvalidMessage(f"{path}: expected {self.expected}, got {len(value)} entries")
@@ -332,6 +316,8 @@ class FreeConverter(Converter):
         if value is None or isinstance(value, bool | int | float | str):
             if isinstance(value, int) and not -(2**63) <= value < 2**64:
                 fail(path, "int in 64 bits", value)
+            if isinstance(value, str):
+                check_utf8(value, path)
             return value
         if depth >= MAX_DEPTH:
             raise InvalidMessage(f"{path}: nested deeper than {MAX_DEPTH} levels")
@@ -342,6 +328,7 @@ class FreeConverter(Converter):
             for k, v in value.items():
                 if not isinstance(k, str):
                     fail(f"{path} key", "str", k)
+                check_utf8(k, f"{path} key")
                 result[k] = self.load(v, f"{path}.{k}", depth + 1)
             return result
         fail(path, self.expected, value)
@@ -500,8 +487,6 @@ def compile_type(tp: Any) -> Converter:
         if all(_is_struct(m) for m in members):
             return union_converter(tuple(members))
         return ScalarUnionConverter([compile_type(m) for m in members])
-    if origin is tuple and args and args[-1] is not Ellipsis:
-        return FixedTupleConverter([compile_type(a) for a in args])
     if _is_struct(tp):
         return LazyStructConverter(tp)
     raise TypeError(f"unsupported field annotation (bounds missing?): {tp!r}")
@@ -519,6 +504,8 @@ def _compile_annotated(base: Any, metadata: tuple[Any, ...]) -> Converter:
             origin, args = typing.get_origin(base), typing.get_args(base)
             if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
                 return TupleConverter(compile_type(args[0]), meta)
-            if origin is dict:
+            if origin is collections.abc.Sequence:
+                return TupleConverter(compile_type(args[0]), meta)
+            if origin in (dict, collections.abc.Mapping):
                 return DictConverter(compile_type(args[0]), compile_type(args[1]), meta)
     raise TypeError(f"unsupported annotation: {base!r} with {metadata!r}")

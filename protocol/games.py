@@ -8,6 +8,7 @@ then the codec raises nothing but ProtocolError.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from protocol.errors import ErrorCode, InvalidMessage, ProtocolError
@@ -20,7 +21,7 @@ def describe_games() -> list[dict[str, Any]]:
     return [game.describe() for game in engine.GAMES.values()]
 
 
-def normalize_options(path: str, game: str, options: dict[str, Any]) -> dict[str, Any]:
+def normalize_options(path: str, game: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """``options`` with defaults filled in; InvalidMessage for an unknown game or bad option.
 
     ``path`` names the message for the error text (``"seek"``).

@@ -14,6 +14,7 @@ the codec decodes to; :data:`Reply`, :data:`Event` and :data:`GameEvent` split t
 from __future__ import annotations
 
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
@@ -35,6 +36,7 @@ from protocol.values import (
     ChallengeEnd,
     ChallengeId,
     Clock,
+    ClocksMs,
     Color,
     Cursor,
     EndReason,
@@ -381,7 +383,7 @@ class Welcome(Message):
     version: Version
     server: Software
     limits: Limits
-    games: Annotated[tuple[GameInfo, ...], Items(0, 64)]
+    games: Annotated[Sequence[GameInfo], Items(0, 64)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -392,7 +394,7 @@ class Authed(Message):
     id: RequestId
     user: User
     session_token: Token
-    active_games: Annotated[tuple[GameId, ...], Items(0, 1000)]
+    active_games: Annotated[Sequence[GameId], Items(0, 1000)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -447,8 +449,8 @@ class Lobby(Message):
 
     TAG = "lobby"
     id: RequestId
-    seeks: Annotated[tuple[OpenSeek, ...], Items(0, MAX_LISTED)]
-    players: Annotated[tuple[User, ...], Items(0, MAX_LISTED)]
+    seeks: Annotated[Sequence[OpenSeek], Items(0, MAX_LISTED)]
+    players: Annotated[Sequence[User], Items(0, MAX_LISTED)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -457,7 +459,7 @@ class GameList(Message):
 
     TAG = "game_list"
     id: RequestId
-    games: Annotated[tuple[Summary, ...], Items(0, MAX_LIST_LIMIT)]
+    games: Annotated[Sequence[Summary], Items(0, MAX_LIST_LIMIT)]
     next_cursor: Cursor | None = None
 
 
@@ -541,7 +543,7 @@ class Moved(Message):
     move: MoveText
     by: Seat
     ms_used: Millis
-    clocks_ms: tuple[Millis, Millis] | None = None
+    clocks_ms: ClocksMs | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -58,7 +58,7 @@ class Phase(enum.StrEnum):
     CONNECTED = "connected"
     """Before a successful ``hello``."""
     GREETED = "greeted"
-    """Versions agreed, nobody logged in: read-only requests and logins."""
+    """Versions agreed, nobody logged in: logins, ping, lobby, watching and history."""
     AUTHENTICATED = "authenticated"
     """Logged in as a user, guest or bot: everything but ``hello`` and logins."""
 
@@ -93,7 +93,7 @@ ACCEPTED_IN: dict[type[Message], frozenset[Phase]] = {
     Abort: _AUTHENTICATED,
     ClaimWin: _AUTHENTICATED,
     Chat: _AUTHENTICATED,
-    Resume: _AUTHENTICATED,
+    Resume: _GREETED_OR_LATER,
 }
 """The phases in which each request is accepted."""
 

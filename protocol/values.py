@@ -7,6 +7,7 @@ that validate when built, like the messages that contain them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -54,12 +55,12 @@ OptionValue = (
     Annotated[int, Ints(-MAX_INT32 - 1, MAX_INT32)]
     | Annotated[str, Text(1, MAX_OPTION_STRING_CHARS)]
 )
-Options = Annotated[dict[OptionName, OptionValue], Items(0, MAX_OPTIONS)]
+Options = Annotated[Mapping[OptionName, OptionValue], Items(0, MAX_OPTIONS)]
 """A game's options by name, e.g. ``{"size": 9}``; values are ints or choice strings."""
 MoveText = Annotated[str, Text(1, MAX_MOVE_CHARS)]
 Token = Annotated[str, Text(1, MAX_TOKEN_CHARS, pattern=r"[\x21-\x7e]+")]
 Cursor = Annotated[str, Text(1, MAX_CURSOR_CHARS, pattern=r"[\x21-\x7e]+")]
-FreeMap = Annotated[dict[Annotated[str, Text(1, 64)], Annotated[Any, Free()]], Items(0, 64)]
+FreeMap = Annotated[Mapping[Annotated[str, Text(1, 64)], Annotated[Any, Free()]], Items(0, 64)]
 """A map of plain values whose shape another part of the system defines."""
 
 UserKind = Literal["human", "guest", "bot"]
@@ -153,11 +154,14 @@ class PlayedMove(Struct):
     clock_ms: Millis | None = None
 
 
-Players = tuple[User, User]
-Moves = Annotated[tuple[PlayedMove, ...], Items(0, MAX_MOVES)]
+Players = Annotated[Sequence[User], Items(2, 2)]
+"""Seat 0, then seat 1."""
+ClocksMs = Annotated[Sequence[Millis], Items(2, 2)]
+"""Time left for seat 0, then seat 1."""
+Moves = Annotated[Sequence[PlayedMove], Items(0, MAX_MOVES)]
 
 
-def check_moves(path: str, moves: tuple[PlayedMove, ...], ply: int | None = None) -> None:
+def check_moves(path: str, moves: Sequence[PlayedMove], ply: int | None = None) -> None:
     for index, played in enumerate(moves):
         if played.ply != index:
             raise InvalidMessage(f"{path}.moves[{index}].ply: expected {index}")
@@ -185,7 +189,7 @@ class Snapshot(Struct):
     players: Players
     status: Status
     moves: Moves
-    clocks_ms: tuple[Millis, Millis] | None = None
+    clocks_ms: ClocksMs | None = None
     to_move: Seat
     ply: Ply
     result: Result | None = None
