@@ -12,6 +12,9 @@ Game lifecycle (the only transitions)::
 
     playing --move that ends the game / resign / timeout / claim_win--> over
     playing --abort (before both players have moved)--------------------> aborted
+
+A game in progress is ``waiting`` on the wire until both players have made their first
+move (``CLOCK_STARTS_AT_PLY``): until then no clock runs and either player may abort.
 """
 
 from __future__ import annotations
@@ -54,6 +57,14 @@ log = logging.getLogger(__name__)
 
 PLAYING, OVER, ABORTED = "playing", "over", "aborted"
 FINISHED = {OVER: "over", ABORTED: "over"}  # wire status of a finished game
+CLOCK_STARTS_AT_PLY = 2  # before this ply the game is waiting: no clock runs, abort allowed
+
+
+def wire_status(status: str, ply: int) -> str:
+    """The status clients see: ``waiting``, ``playing`` or ``over``."""
+    if status != PLAYING:
+        return "over"
+    return "waiting" if ply < CLOCK_STARTS_AT_PLY else "playing"
 
 
 def now_ms() -> int:
@@ -152,7 +163,7 @@ class GameRoom:
             options=dict(self.state.options),
             clock=clock_from_wire(self.control.to_wire()),
             players=(self.seats[0].wire(), self.seats[1].wire()),
-            status="playing" if running else "over",
+            status=wire_status(self.status, self.state.ply),  # type: ignore[arg-type]
             moves=tuple(self.played),
             clocks_ms=None if clocks[0] is None or clocks[1] is None
             else (max(0, clocks[0]), max(0, clocks[1])),
@@ -214,7 +225,8 @@ class GameRoom:
         self.start_clock(now_ms())
 
     def start_clock(self, now: int) -> None:
-        self.clock.start_turn(now)
+        """Start the turn of the player to move (its clock runs once the game is playing)."""
+        self.clock.start_turn(now, running=self.state.ply >= CLOCK_STARTS_AT_PLY)
         self._arm_timer()
 
     # -- actions ----------------------------------------------------------------------------
@@ -277,8 +289,9 @@ class GameRoom:
 
     async def _commit_move(self, seat: int, new_state: engine.State, now: int) -> int:
         trial = Clock(self.control, list(self.clock.remaining))
-        trial.turn_started = self.clock.turn_started
+        trial.start_turn(self.clock.turn_started, running=self.clock.running)  # type: ignore
         used, after = trial.finish_turn(seat, now)
+        trial.start_turn(now, running=new_state.ply >= CLOCK_STARTS_AT_PLY)
         move_text = new_state.last_move or ""
         seq = self.seq + 1
         item = MovePlayed(self.game_id, self.state.ply, seq, move_text, seat, used, after,
@@ -322,7 +335,7 @@ class GameRoom:
         async with self.lock:
             self._seat(user_id)
             self._check_playing()
-            if self.state.ply >= 2:
+            if self.state.ply >= CLOCK_STARTS_AT_PLY:
                 raise refuse(ErrorCode.CONFLICT,
                              "a game can be aborted only before both players have moved",
                              self.game_id)
