@@ -31,9 +31,24 @@ from .config import Settings
 from .lobby import Lobby, Member, Offer
 from .metrics import Metrics
 from .ratelimit import TokenBucket
-from .rooms import GameRoom, Seat, ms_to_datetime, now_ms, played_moves, refuse
+from .rooms import (
+    GameRoom,
+    Seat,
+    ms_to_datetime,
+    now_ms,
+    played_moves,
+    refuse,
+    wire_status,
+)
 from .session import Session
-from .storage import GameNotPlaying, GameRecord, Storage, open_storage, redact_url
+from .storage import (
+    GameNotPlaying,
+    GamePage,
+    GameRecord,
+    Storage,
+    open_storage,
+    redact_url,
+)
 
 log = logging.getLogger(__name__)
 
@@ -203,35 +218,93 @@ class GameServer:
         return kinds[0], kinds[1]
 
     async def list_games(self, m: p.ListGames) -> p.GameList:
+        """Games in progress (from memory, newest first), then finished ones (from storage).
+
+        A cursor says where the previous page stopped: ``L<created_ms>.<game_id>`` within
+        the games in progress, ``F<storage cursor>`` within the finished ones.
+        """
         if m.result is not None and m.player is None:
             raise p.BadRequest("list_games: result needs a player", request_id=m.id)
-        status = {"over": "over", "playing": None}.get(m.status or "")
-        try:
-            page = await self.store.list_games(
-                player=m.player, winner=m.player if m.result == "win" else None,
-                game_key=m.game, status=status,  # type: ignore[arg-type]
-                limit=m.limit, cursor=m.cursor)
-        except ValueError as exc:
-            raise p.BadRequest(f"list_games: {exc}", request_id=m.id) from None
-        games = []
+        want_live = m.status in (None, "playing") and m.result is None
+        want_done = m.status in (None, "over")
+        cursor = m.cursor
+        games: list[p.Summary] = []
+        if cursor is None or cursor.startswith("L"):
+            after = _live_cursor(cursor, m.id) if cursor else None
+            rooms = self._live_rooms(m.player, m.game, after) if want_live else []
+            games = [_live_summary(room) for room in rooms[:m.limit]]
+            if len(rooms) > m.limit:
+                last = rooms[m.limit - 1]
+                return p.GameList(id=m.id, games=tuple(games),
+                                  next_cursor=f"L{last.created_ms}.{last.game_id}")
+            done_cursor = None
+        elif cursor.startswith("F") and want_done:
+            done_cursor = cursor[1:] or None
+        else:
+            raise p.BadRequest("list_games: not a cursor of this listing", request_id=m.id)
+        if not want_done:
+            return p.GameList(id=m.id, games=tuple(games))
+        room_left = m.limit - len(games)
+        page = await self._finished_page(m, max(1, room_left), done_cursor)
+        if room_left == 0:
+            return p.GameList(id=m.id, games=tuple(games),
+                              next_cursor="F" if page.games else None)
+        kinds: dict[int, str] = {}
         for info in page.games:
             if m.result == "loss" and (info.winner is None
                                        or info.players[info.winner].lower() == (
                                            m.player or "").lower()):
                 continue
-            if m.status == "playing" and info.status != "playing":
-                continue
+            names = []
+            for uid, name in zip(info.player_ids, info.players, strict=True):
+                if uid not in kinds:
+                    user = await self.store.get_user(uid)
+                    kinds[uid] = user.kind if user else "human"
+                names.append(p.User(name=name, kind=kinds[uid]))  # type: ignore[arg-type]
             games.append(p.Summary(
                 game_id=info.id, game=info.game_key, options=info.options,
-                clock=clock_from_wire(info.clock),
-                players=(p.User(name=info.players[0], kind="human"),
-                         p.User(name=info.players[1], kind="human")),
-                status="playing" if info.status == "playing" else "over",
-                ply=info.plies,
-                result=None if info.status == "playing" else p.Result(
-                    winner=info.winner, reason=info.reason or "normal"),  # type: ignore
+                clock=clock_from_wire(info.clock), players=(names[0], names[1]),
+                status="over", ply=info.plies,
+                result=p.Result(winner=info.winner, reason=info.reason or "normal"),  # type: ignore
                 created_ms=int(info.created_at.timestamp() * 1000)))
-        return p.GameList(id=m.id, games=tuple(games), next_cursor=page.next_cursor)
+        return p.GameList(id=m.id, games=tuple(games),
+                          next_cursor=f"F{page.next_cursor}" if page.next_cursor else None)
+
+    def _live_rooms(self, player: str | None, game: str | None,
+                    after: tuple[int, str] | None) -> list[GameRoom]:
+        """Games in progress matching the filters, newest first, after the cursor's game."""
+        name = player.lower() if player is not None else None
+        rooms = [room for room in self.rooms.values()
+                 if (game is None or room.key == game)
+                 and (name is None or any(s.name.lower() == name for s in room.seats))
+                 and (after is None or (room.created_ms, room.game_id) < after)]
+        rooms.sort(key=lambda room: (room.created_ms, room.game_id), reverse=True)
+        return rooms
+
+    async def _finished_page(self, m: p.ListGames, limit: int, cursor: str | None
+                             ) -> GamePage:
+        try:
+            return await self.store.list_games(
+                player=m.player, winner=m.player if m.result == "win" else None,
+                game_key=m.game, status=None, limit=limit, cursor=cursor)
+        except ValueError as exc:
+            raise p.BadRequest(f"list_games: {exc}", request_id=m.id) from None
+
+
+def _live_cursor(cursor: str, request_id: int) -> tuple[int, str]:
+    created, _, game_id = cursor[1:].partition(".")
+    if not created.isdigit() or not game_id:
+        raise p.BadRequest("list_games: not a cursor of this listing", request_id=request_id)
+    return int(created), game_id
+
+
+def _live_summary(room: GameRoom) -> p.Summary:
+    return p.Summary(
+        game_id=room.game_id, game=room.key, options=dict(room.state.options),
+        clock=clock_from_wire(room.control.to_wire()),
+        players=(room.seats[0].wire(), room.seats[1].wire()),
+        status=wire_status(room.status, room.state.ply),  # type: ignore[arg-type]
+        ply=room.state.ply, created_ms=room.created_ms)
 
 
 def record_to_wire(record: GameRecord, kinds: tuple[str, str]) -> p.Record:
