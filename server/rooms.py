@@ -220,6 +220,7 @@ class GameRoom:
 
     def announce_start(self) -> None:
         """Broadcast ``game_started`` (seq 1) and start the clock of the first player."""
+        self.first_logged_seq = self.seq
         self._broadcast(GameStarted(game_id=self.game_id, seq=self.seq,
                                     snapshot=self.snapshot()))
         self.start_clock(now_ms())

@@ -1,0 +1,287 @@
+"""Crash test: ``tessera chaos --games N --kills M [--json]``.
+
+Runs N live games between bot clients against a real server process and kills the server
+with SIGKILL at random moments, M times, restarting it on the same database each time.
+Every client keeps a ledger of the moves the server acknowledged, reconnects with its
+session token after each crash and resumes its game. At the end it checks that:
+
+- every game resumed and finished;
+- no acknowledged move is missing from the database, and none is stored twice;
+- every stored game re-plays through the engine to its stored result;
+- SQLite's ``PRAGMA integrity_check`` answers ``ok``.
+
+``--json`` prints one JSON object as the last line with ``games``, ``finished``, ``kills``,
+``acknowledged``, ``lost``, ``duplicated``, ``replay_mismatches`` and ``integrity``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+import engine
+import protocol as p
+
+from .bench import Proc, start
+from .connection import Connection, Disconnected, ServerError
+
+GAMES: list[tuple[str, dict[str, Any]]] = [
+    ("hadron", {"size": 5}),
+    ("xodd", {"size": 5}),
+    ("yodd", {"size": 3}),
+    ("hexifact", {"board": "hex4"}),
+]
+NETWORK_ERRORS = (Disconnected, ConnectionClosed, OSError, InvalidHandshake,
+                  asyncio.TimeoutError)
+
+
+@dataclass
+class Ledger:
+    """What the server acknowledged to this client: (game_id, ply) -> move text."""
+
+    acked: dict[tuple[str, int], str] = field(default_factory=dict)
+
+
+class ChaosPlayer:
+    """A client that plays one game to its end through any number of server crashes."""
+
+    def __init__(self, url: str, token: str, name: str, ledger: Ledger, rng: random.Random,
+                 think_s: float) -> None:
+        self.url = url
+        self.token = token
+        self.name = name
+        self.ledger = ledger
+        self.rng = rng
+        self.think_s = think_s
+        self.game_id: str | None = None
+        self.result: p.GameOver | p.Result | None = None
+        self.reconnects = 0
+
+    async def play(self, game_id: str) -> None:
+        self.game_id = game_id
+        while self.result is None:
+            try:
+                conn = await Connection.open(self.url, client="tessera-chaos", open_timeout=5)
+            except NETWORK_ERRORS:
+                await asyncio.sleep(0.2)
+                continue
+            try:
+                await conn.call(p.AuthToken, token=self.token)
+                await self._session(conn)
+            except NETWORK_ERRORS:
+                self.reconnects += 1
+                await asyncio.sleep(0.1)
+            finally:
+                await conn.close()
+
+    async def _session(self, conn: Connection) -> None:
+        """Resume the game from scratch (seq 0), then play until it ends or we drop."""
+        assert self.game_id is not None
+        state: engine.State | None = None
+        seat = 0
+        last_seq = 0
+        reply = await conn.call(p.Resume, game_id=self.game_id, since_seq=0)
+        if isinstance(reply, p.GameState):
+            snap = reply.game
+            seat = 0 if snap.players[0].name == self.name else 1
+            state = engine.replay(snap.game, snap.options, [m.move for m in snap.moves])
+            last_seq = snap.seq
+            if snap.status == "over":
+                self.result = snap.result
+                return
+        while True:
+            if state is not None and not state.is_over and state.to_move == seat:
+                await asyncio.sleep(self.rng.random() * self.think_s)
+                move = state.random_move(self.rng).text
+                try:
+                    ack = await conn.call(p.Move, game_id=self.game_id, ply=state.ply, move=move)
+                except ServerError as exc:
+                    if exc.code in (p.ErrorCode.STALE_PLY, p.ErrorCode.GAME_OVER):
+                        return  # our view is behind: resync from a fresh resume
+                    raise
+                assert isinstance(ack, p.MoveAck)
+                self.ledger.acked[self.game_id, ack.ply] = move
+            event = await conn.next_event(timeout=30)
+            seq = getattr(event, "seq", None)
+            if getattr(event, "game_id", None) != self.game_id or seq is None:
+                continue
+            if isinstance(event, p.GameStarted):
+                snap = event.snapshot
+                seat = 0 if snap.players[0].name == self.name else 1
+                state = engine.new_game(snap.game, **snap.options)
+                last_seq = seq
+            elif isinstance(event, p.Moved | p.GameOver | p.ChatMessage) and seq > last_seq:
+                last_seq = seq
+                if isinstance(event, p.Moved) and state is not None:
+                    if event.ply != state.ply:
+                        return  # a gap: resync
+                    state = state.play(event.move)
+                elif isinstance(event, p.GameOver):
+                    self.result = event
+                    return
+
+
+async def _guest(url: str) -> tuple[str, str]:
+    async with await Connection.open(url) as conn:
+        authed = await conn.call(p.Guest)
+        assert isinstance(authed, p.Authed)
+        return authed.user.name, authed.session_token
+
+
+async def _start_games(url: str, n: int) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
+    """Create N games between fresh guests; return (game_id, (name, token) x2)."""
+    out = []
+    for i in range(n):
+        a, b = await _guest(url), await _guest(url)
+        game, options = GAMES[i % len(GAMES)]
+        async with await Connection.open(url) as ca, await Connection.open(url) as cb:
+            await ca.call(p.AuthToken, token=a[1])
+            await cb.call(p.AuthToken, token=b[1])
+            created = await ca.call(p.Challenge, to=b[0], game=game, options=options,
+                                    clock=p.Unlimited(), color=i % 2)
+            assert isinstance(created, p.ChallengeCreated)
+            await cb.call(p.AcceptChallenge, challenge_id=created.challenge_id)
+            started = await ca.wait_for(p.GameStarted)
+        out.append((started.game_id, a, b))
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerProcess:
+    """The server under test, restartable on the same port and database."""
+
+    def __init__(self, workdir: Path, db_url: str, port: int) -> None:
+        self.workdir = workdir
+        self.db_url = db_url
+        self.port = port
+        self.proc: Proc | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        ready = self.workdir / f"ready.{self.starts}"
+        self.proc = start(["-m", "server", "serve", "--port", str(self.port), "--db",
+                           self.db_url, "--ready-file", str(ready), "--log-level", "warning"],
+                          ready, self.workdir / f"server.{self.starts}.log")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.popen.kill()
+        self.proc.popen.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+
+
+async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: Path
+                    ) -> dict[str, Any]:
+    rng = random.Random(seed)
+    db_path = workdir / "chaos.db"
+    db_url = f"sqlite+aiosqlite:///{db_path}"
+    server = ServerProcess(workdir, db_url, free_port())
+    server.start()
+    url = f"ws://127.0.0.1:{server.port}/ws"
+    ledger = Ledger()
+    done_kills = 0
+    try:
+        created = await _start_games(url, games)
+        players = []
+        for game_id, a, b in created:
+            for name, token in (a, b):
+                player = ChaosPlayer(url, token, name, ledger, random.Random(rng.random()),
+                                     think_s)
+                players.append((player, game_id))
+        tasks = [asyncio.create_task(pl.play(gid)) for pl, gid in players]
+        while done_kills < kills and not all(t.done() for t in tasks):
+            await asyncio.sleep(0.3 + rng.random() * 1.5)
+            server.kill()
+            done_kills += 1
+            await asyncio.sleep(rng.random() * 0.5)
+            await asyncio.to_thread(server.start)
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=300)
+    finally:
+        server.stop()
+    return {**check(db_path, db_url, ledger), "games": games, "kills": done_kills,
+            "reconnects": sum(pl.reconnects for pl, _ in players)}
+
+
+def check(db_path: Path, db_url: str, ledger: Ledger) -> dict[str, Any]:
+    """Compare the ledger with the database and re-play every stored game."""
+    dump = subprocess.run([sys.executable, "-m", "server", "dump", "--all", "--db", db_url],
+                          capture_output=True, check=True, text=True)
+    stored: dict[tuple[str, int], str] = {}
+    duplicated = finished = mismatches = 0
+    for line in dump.stdout.splitlines():
+        record = json.loads(line)
+        plies = [m["ply"] for m in record["moves"]]
+        duplicated += len(plies) - len(set(plies))
+        for m in record["moves"]:
+            stored[record["game_id"], m["ply"]] = m["move"]
+        try:
+            state = engine.replay(record["game"], record["options"],
+                                  [m["move"] for m in record["moves"]])
+        except engine.IllegalMove:
+            mismatches += 1
+            continue
+        result = record.get("result")
+        if record["status"] == "over":
+            finished += 1
+            if result is None or (result["reason"] == "normal" and (
+                    not state.is_over or state.winner != result.get("winner"))):
+                mismatches += 1
+        elif state.is_over:
+            mismatches += 1
+    lost = sum(1 for key, move in ledger.acked.items() if stored.get(key) != move)
+    with sqlite3.connect(db_path) as db:
+        integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+    return {"finished": finished, "acknowledged": len(ledger.acked), "lost": lost,
+            "duplicated": duplicated, "replay_mismatches": mismatches, "integrity": integrity}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tessera chaos", description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=20)
+    parser.add_argument("--kills", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--think", type=float, default=0.05,
+                        help="a bot waits up to this many seconds before each move")
+    parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    opts = parser.parse_args(argv)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tessera-chaos-") as tmp:
+        result = asyncio.run(run_chaos(opts.games, opts.kills, opts.seed, opts.think,
+                                       Path(tmp)))
+    result["seconds"] = round(time.monotonic() - started, 1)
+    ok = (result["finished"] == result["games"] and result["lost"] == 0
+          and result["duplicated"] == 0 and result["replay_mismatches"] == 0
+          and result["integrity"] == "ok")
+    if opts.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:>18}: {value}")
+        print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

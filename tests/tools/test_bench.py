@@ -1,0 +1,25 @@
+"""The load benchmark runs end to end and accounts for every acknowledged move.
+
+It asserts no timing: the figures are printed by ``tessera bench`` for people to read.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def test_bench_small_run_reports_every_field() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "clients.bench", "--games", "4", "--seconds", "2", "--json"],
+        capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    for key in ("games", "moves", "moves_per_s", "p50_ms", "p99_ms", "errors", "acknowledged",
+                "stored", "lost", "server_cpu_s", "server_rss_mb", "echo_roundtrips_per_s",
+                "ratio"):
+        assert key in result, key
+    assert result["moves"] > 0
+    assert result["lost"] == 0
+    assert result["stored"] >= result["acknowledged"]
