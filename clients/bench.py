@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import random
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,9 +156,10 @@ class Player:
                 future = await self.conn.send(p.Move(id=self.conn.pending.next_id(),
                                                      game_id=self.game_id, ply=state.ply,
                                                      move=move))
-                future.add_done_callback(lambda f, k=key: self._acked(f, k))
+                future.add_done_callback(functools.partial(self._acked, key=key))
 
-    def _acked(self, future: asyncio.Future[p.ServerMessage], key: tuple[str, int]) -> None:
+    def _acked(self, future: asyncio.Future[p.ServerMessage], *, key: tuple[str, int]
+               ) -> None:
         if future.cancelled() or future.exception() is not None:
             self.stats.errors += 1
             return
@@ -391,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "_loadgen":
         mode, url, out, kw = args[1], args[2], Path(args[3]), json.loads(args[4])
-        runner = {"games": load_games, "echo": load_echo, "idle": load_idle}[mode]
-        result = asyncio.run(runner(url, **kw))
+        runners: dict[str, Callable[..., Coroutine[Any, Any, dict[str, Any]]]] = {
+            "games": load_games, "echo": load_echo, "idle": load_idle}
+        result = asyncio.run(runners[mode](url, **kw))
         out.write_text(json.dumps(result))
         return 0
     if args and args[0] == "_echo":

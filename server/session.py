@@ -241,7 +241,7 @@ class Session:
         assert self.member is not None
         return self.member
 
-    async def on_seek(self, m: p.Seek) -> p.ServerMessage:
+    async def on_seek(self, m: p.Seek) -> p.ServerMessage | None:
         offer = Offer(m.game, dict(m.options), m.clock)
         seek_id, partner = self.server.lobby.add_seek(self._me(), offer)
         self.send(p.SeekCreated(id=m.id, seek_id=seek_id))
@@ -255,7 +255,7 @@ class Session:
         self.server.lobby.cancel_seek(m.seek_id, self._me())
         return p.Ok(id=m.id)
 
-    async def on_accept_seek(self, m: p.AcceptSeek) -> p.ServerMessage:
+    async def on_accept_seek(self, m: p.AcceptSeek) -> p.ServerMessage | None:
         entry = self.server.lobby.take_seek(m.seek_id, self._me())
         seats = [entry.owner, self._me()]
         secrets.SystemRandom().shuffle(seats)
@@ -275,7 +275,7 @@ class Session:
             options=dict(m.options), clock=m.clock, color=m.color)))
         return p.ChallengeCreated(id=m.id, challenge_id=entry.challenge_id)
 
-    async def on_accept_challenge(self, m: p.AcceptChallenge) -> p.ServerMessage:
+    async def on_accept_challenge(self, m: p.AcceptChallenge) -> p.ServerMessage | None:
         lobby = self.server.lobby
         entry = lobby.pending(m.challenge_id, self._me(), as_target=True)
         lobby.end_challenge(entry, "accepted")
