@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -97,6 +98,26 @@ def test_round_trips_and_verifies(record: MatchRecord) -> None:
     report = verify(record)
     assert report.ok, report.problems
     assert report.legal_plies == len(record.moves)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_damaged_records_raise_only_record_error(data: st.DataObject) -> None:
+    """Random edits of a valid record either parse or raise RecordError, never anything else."""
+    text = format_record(data.draw(records()))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(text)))
+        cut = data.draw(st.integers(0, 8))
+        text = text[:at] + data.draw(st.text(max_size=6)) + text[at + cut:]
+    with contextlib.suppress(RecordError):
+        parse_record(text)
+    blob = data.draw(st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                    max_size=4), max_leaves=8))
+    key = data.draw(st.sampled_from(list(to_dict(sample()))))
+    with contextlib.suppress(RecordError):
+        from_dict({**to_dict(sample()), key: blob})
 
 
 def sample(**changes: Any) -> MatchRecord:
