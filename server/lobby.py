@@ -149,18 +149,25 @@ class Lobby:
         return seek_id, None
 
     def take_seek(self, seek_id: int, taker: Member) -> OpenSeekEntry:
+        """Close a seek for ``taker`` to accept; subscribers are told by ``seek_taken``
+        (once the game has started, so that the taker sees ``game_started`` first)."""
         entry = self.seeks.get(seek_id)
         if entry is None:
             raise ProtocolError(f"no open seek {seek_id}", code=ErrorCode.NOT_FOUND)
         if entry.owner is taker:
             raise ProtocolError("you cannot accept your own seek", code=ErrorCode.CONFLICT)
-        self.remove_seek(seek_id)
+        del self.seeks[seek_id]
         return entry
+
+    def seek_taken(self, seek_id: int) -> None:
+        self._tell_subscribers(SeekRemoved(seek_id=seek_id))
 
     def cancel_seek(self, seek_id: int, owner: Member) -> None:
         entry = self.seeks.get(seek_id)
-        if entry is None or entry.owner is not owner:
-            raise ProtocolError(f"you have no open seek {seek_id}", code=ErrorCode.NOT_FOUND)
+        if entry is None:
+            raise ProtocolError(f"no open seek {seek_id}", code=ErrorCode.NOT_FOUND)
+        if entry.owner is not owner:
+            raise ProtocolError(f"seek {seek_id} is not yours", code=ErrorCode.FORBIDDEN)
         self.remove_seek(seek_id)
 
     def remove_seek(self, seek_id: int) -> None:
@@ -171,15 +178,21 @@ class Lobby:
     def add_challenge(self, challenger: Member, target: Member, offer: Offer,
                       color: int | str) -> ChallengeEntry:
         if target is challenger:
-            raise ProtocolError("you cannot challenge yourself", code=ErrorCode.CONFLICT)
+            raise ProtocolError("you cannot challenge yourself", code=ErrorCode.BAD_REQUEST)
         entry = ChallengeEntry(next(self._ids), challenger, target, offer, color)
         self.challenges[entry.challenge_id] = entry
         return entry
 
     def pending(self, challenge_id: int, member: Member, *, as_target: bool) -> ChallengeEntry:
+        """The challenge ``member`` may answer (``as_target``) or withdraw.
+
+        not_found if there is none to answer; forbidden to withdraw someone else's.
+        """
         entry = self.challenges.get(challenge_id)
-        who = entry and (entry.target if as_target else entry.challenger)
-        if entry is None or who is not member:
+        if entry is not None and not as_target and member is entry.target:
+            raise ProtocolError(f"challenge {challenge_id} is not yours to withdraw",
+                                code=ErrorCode.FORBIDDEN)
+        if entry is None or member is not (entry.target if as_target else entry.challenger):
             raise ProtocolError(f"no pending challenge {challenge_id} for you",
                                 code=ErrorCode.NOT_FOUND)
         return entry
@@ -188,6 +201,13 @@ class Lobby:
         """Close a challenge and tell both sides why."""
         if self.challenges.pop(entry.challenge_id, None) is None:
             return
+        self.tell_challenge_ended(entry, reason)
+
+    def take_challenge(self, entry: ChallengeEntry) -> None:
+        """Close an accepted challenge; ``tell_challenge_ended`` once the game has started."""
+        self.challenges.pop(entry.challenge_id, None)
+
+    def tell_challenge_ended(self, entry: ChallengeEntry, reason: str) -> None:
         frame = encode(ChallengeEnded(challenge_id=entry.challenge_id,
                                       reason=reason))  # type: ignore[arg-type]
         entry.challenger.send(frame)

@@ -244,24 +244,26 @@ class Session:
     async def on_seek(self, m: p.Seek) -> p.ServerMessage | None:
         offer = Offer(m.game, dict(m.options), m.clock)
         seek_id, partner = self.server.lobby.add_seek(self._me(), offer)
-        self.send(p.SeekCreated(id=m.id, seek_id=seek_id))
-        if partner is not None:
+        if partner is not None:  # events before replies: game_started, then seek_created
             seats = [partner.owner, self._me()]
             secrets.SystemRandom().shuffle(seats)
             await self.server.start_game(offer, (seats[0], seats[1]))
-        return None
+        return p.SeekCreated(id=m.id, seek_id=seek_id)
 
     async def on_cancel_seek(self, m: p.CancelSeek) -> p.ServerMessage:
         self.server.lobby.cancel_seek(m.seek_id, self._me())
         return p.Ok(id=m.id)
 
     async def on_accept_seek(self, m: p.AcceptSeek) -> p.ServerMessage | None:
-        entry = self.server.lobby.take_seek(m.seek_id, self._me())
+        lobby = self.server.lobby
+        entry = lobby.take_seek(m.seek_id, self._me())
         seats = [entry.owner, self._me()]
         secrets.SystemRandom().shuffle(seats)
-        self.send(p.Ok(id=m.id))
-        await self.server.start_game(entry.offer, (seats[0], seats[1]))
-        return None
+        try:  # events before replies: game_started, seek_removed, then ok
+            await self.server.start_game(entry.offer, (seats[0], seats[1]))
+        finally:
+            lobby.seek_taken(entry.seek_id)
+        return p.Ok(id=m.id)
 
     async def on_challenge(self, m: p.Challenge) -> p.ServerMessage:
         lobby = self.server.lobby
@@ -278,15 +280,19 @@ class Session:
     async def on_accept_challenge(self, m: p.AcceptChallenge) -> p.ServerMessage | None:
         lobby = self.server.lobby
         entry = lobby.pending(m.challenge_id, self._me(), as_target=True)
-        lobby.end_challenge(entry, "accepted")
+        lobby.take_challenge(entry)
         seats = [entry.challenger, entry.target]
         if entry.color == "random":
             secrets.SystemRandom().shuffle(seats)
         elif entry.color == 1:
             seats.reverse()
-        self.send(p.Ok(id=m.id))
-        await self.server.start_game(entry.offer, (seats[0], seats[1]))
-        return None
+        try:  # events before replies: game_started, challenge_ended, then ok
+            await self.server.start_game(entry.offer, (seats[0], seats[1]))
+        except BaseException:
+            lobby.tell_challenge_ended(entry, "cancelled")
+            raise
+        lobby.tell_challenge_ended(entry, "accepted")
+        return p.Ok(id=m.id)
 
     async def on_decline_challenge(self, m: p.DeclineChallenge) -> p.ServerMessage:
         lobby = self.server.lobby
