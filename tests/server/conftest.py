@@ -1,0 +1,206 @@
+"""Fixtures for the end-to-end tests: a real server, real websocket clients, a real database.
+
+Every test gets an empty database of each backend: a SQLite file in ``tmp_path`` and, when
+``TESSERA_TEST_PG_URL`` names a reachable PostgreSQL server, a PostgreSQL schema of its own
+(otherwise the PostgreSQL half is skipped with the reason; ``pytest -rs`` lists them).
+
+PostgreSQL isolation follows ``tests/server/storage``: a fresh, uniquely named schema per
+test, selected by ``search_path`` and dropped afterwards. The server is configured by URL
+alone (and runs as a child process in some tests), so the schema is selected by logging in
+as a role made for the test whose ``search_path`` is that schema.
+
+``serve`` starts the server in-process (``server.app.running_server``) with settings made
+for testing: a port picked by the OS, a short grace period, no websocket pings.
+``server_process`` runs ``python -m server serve`` as a child process, for tests that kill
+or restart it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from server.app import Running, running_server
+from server.config import Settings
+from server.storage import make_engine, redact_url, sqlite_url
+
+from .support import Clients, ServerProcess
+
+PG_URL_ENV = "TESSERA_TEST_PG_URL"
+GRACE_MS = 400  # claim_win waits this long for an absent opponent
+
+_pg_unavailable: dict[str, str] = {}  # url -> reason ("" if reachable), once per session
+
+
+@dataclass(frozen=True)
+class TestDatabase:
+    """An empty database for one test: what the server and the CLI are given."""
+
+    __test__ = False  # not a test class, whatever pytest thinks of the name
+    backend: str
+    url: str
+
+
+async def _pg_reason_unavailable(url: str) -> str | None:
+    if url not in _pg_unavailable:
+        engine = make_engine(url, connect_args={"timeout": 5})
+        try:
+            async with engine.connect() as conn:
+                await conn.exec_driver_sql("SELECT 1")
+            _pg_unavailable[url] = ""
+        except Exception as exc:  # whatever the failure, the PostgreSQL half is skipped
+            _pg_unavailable[url] = (f"PostgreSQL at {redact_url(url)} unreachable: "
+                                    f"{type(exc).__name__}: {exc}")
+        finally:
+            await engine.dispose()
+    return _pg_unavailable[url] or None
+
+
+@contextlib.asynccontextmanager
+async def _pg_schema(url: str) -> AsyncIterator[str]:
+    """A schema and a role of the same name (the role's search_path); yields the role's URL."""
+    name = f"tessera_e2e_{uuid.uuid4().hex[:16]}"
+    admin_url = make_url(url)
+    password = admin_url.password
+    login = f" PASSWORD '{password}'" if password else ""
+    admin = make_engine(url)
+    try:
+        async with admin.begin() as conn:
+            await conn.exec_driver_sql(f'CREATE ROLE "{name}" LOGIN{login}')
+            await conn.exec_driver_sql(f'CREATE SCHEMA "{name}" AUTHORIZATION "{name}"')
+            await conn.exec_driver_sql(f'ALTER ROLE "{name}" SET search_path = "{name}"')
+        try:
+            yield admin_url.set(username=name).render_as_string(hide_password=False)
+        finally:
+            async with admin.begin() as conn:
+                await conn.exec_driver_sql(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    f"WHERE usename = '{name}'")
+                await conn.exec_driver_sql(f'DROP SCHEMA "{name}" CASCADE')
+                await conn.exec_driver_sql(f'DROP ROLE "{name}"')
+    finally:
+        await admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def database(request: pytest.FixtureRequest, tmp_path: Path
+                   ) -> AsyncIterator[TestDatabase]:
+    """An empty database of each backend (the server migrates it when it starts)."""
+    if request.param == "sqlite":
+        yield TestDatabase("sqlite", sqlite_url(tmp_path / "tessera.db"))
+        return
+    url = os.environ.get(PG_URL_ENV)
+    if not url:
+        pytest.skip(f"PostgreSQL end-to-end tests skipped: {PG_URL_ENV} is not set")
+    reason = await _pg_reason_unavailable(url)
+    if reason:
+        pytest.skip(reason)
+    async with _pg_schema(url) as role_url:
+        yield TestDatabase("postgresql", role_url)
+
+
+def test_settings(db_url: str, **overrides: Any) -> Settings:
+    """Settings for an in-process test server: any free port, short waits, no pings."""
+    settings = Settings(host="127.0.0.1", port=0, db_url=db_url, grace_ms=GRACE_MS,
+                        ping_interval=None, ping_timeout=None, login_lockout_after=3,
+                        login_lockout_base_s=30.0)
+    return replace(settings, **overrides)
+
+
+test_settings.__test__ = False  # type: ignore[attr-defined]
+
+
+@dataclass
+class Live:
+    """A server running in this process, and clients connected to it."""
+
+    running: Running
+    settings: Settings
+    url: str
+    clients: Clients
+
+    @property
+    def http_port(self) -> int:
+        return self.running.port
+
+
+Serve = Callable[..., contextlib.AbstractAsyncContextManager[Live]]
+
+
+@pytest.fixture
+async def serve(database: TestDatabase) -> AsyncIterator[Serve]:
+    """Start a server in-process: ``async with serve(grace_ms=...) as live: ...``.
+
+    Servers started one after the other share the test's database, like a restart.
+    """
+
+    @contextlib.asynccontextmanager
+    async def start(**overrides: Any) -> AsyncIterator[Live]:
+        settings = test_settings(database.url, **overrides)
+        async with running_server(settings) as running:
+            url = f"ws://127.0.0.1:{running.port}/ws"
+            clients = Clients(url)
+            try:
+                yield Live(running, settings, url, clients)
+            finally:
+                await clients.close_all()
+
+    yield start
+
+
+@pytest.fixture
+async def server(serve: Serve) -> AsyncIterator[Live]:
+    """A server with the test settings, running for the whole test."""
+    async with serve() as live:
+        yield live
+
+
+@pytest.fixture
+def clients(server: Live) -> Clients:
+    return server.clients
+
+
+@pytest.fixture
+async def open_clients() -> AsyncIterator[Callable[[str], Clients]]:
+    """Clients for servers the test starts itself (``open_clients(proc.url)``); all closed
+    at the end."""
+    made: list[Clients] = []
+
+    def make(url: str) -> Clients:
+        made.append(Clients(url))
+        return made[-1]
+
+    yield make
+    for pool in made:
+        await pool.close_all()
+
+
+@pytest.fixture
+async def server_process(database: TestDatabase, tmp_path: Path
+                         ) -> AsyncIterator[Callable[..., ServerProcess]]:
+    """Make ``python -m server serve`` processes on the test's database; all killed at the end.
+
+    ``proc = server_process("--grace", "0.4"); await proc.start()``.
+    """
+    made: list[ServerProcess] = []
+
+    def make(*args: str) -> ServerProcess:
+        workdir = tmp_path / f"proc{len(made)}"
+        workdir.mkdir()
+        proc = ServerProcess(database.url, workdir, *args)
+        made.append(proc)
+        return proc
+
+    yield make
+    for proc in made:
+        if proc.proc is not None and proc.proc.poll() is None:
+            proc.proc.kill()
+            proc.proc.wait(10)

@@ -1,0 +1,144 @@
+"""Whole games of every kind, watched by a spectator, then found in the history."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+import engine
+import protocol as p
+
+from .conftest import Live
+from .support import Clients, Game, Player, assert_record_replays, start_game
+
+GAMES = [
+    ("xodd", {"size": 5}),
+    ("yodd", {"size": 4}),
+    ("hadron", {}),
+    ("hexifact", {}),
+]
+
+
+@pytest.mark.parametrize(("key", "options"), GAMES, ids=[key for key, _ in GAMES])
+async def test_a_whole_game_seen_alike_by_players_and_spectator(
+        clients: Clients, key: str, options: dict[str, Any]) -> None:
+    a, b = await clients.guest(), await clients.guest()
+    game = await start_game(a, b, key, options)
+    assert game.options == engine.get_game(key).normalize_options(options)  # defaults filled
+    started = game.started.snapshot
+    assert (started.status, started.ply, started.moves, started.seq) == ("waiting", 0, (), 1)
+
+    spectator = await clients.spectator()
+    watched = await game.watch(spectator)
+    assert watched == started  # nothing happened yet, and no clock runs while waiting
+
+    rng = random.Random(f"{key}-e2e")
+    acks = []
+    while not game.state.is_over:
+        acks.append(await game.play(rng=rng))
+    assert [ack.seq for ack in acks] == list(range(2, 2 + len(acks)))
+
+    seen = [await who.game_events(game.game_id) for who in (a, b)]
+    seen.append(await _events_of(spectator, game.game_id))
+    assert seen[0] == seen[1] == seen[2]
+    events = seen[0]
+    *moved, over = events
+    assert all(isinstance(m, p.Moved) for m in moved)
+    assert [m.seq for m in events] == list(range(2, 3 + len(moved)))
+    assert [m.move for m in moved] == list(game.state.moves)
+    assert [(m.ply, m.by) for m in moved] == [(i, i % 2) for i in range(len(moved))]
+    assert over == p.GameOver(game_id=game.game_id, seq=len(moved) + 2,
+                              winner=game.state.winner, reason="normal")
+
+    record = await game.record(spectator)
+    assert_record_replays(record)
+    assert (record.status, record.result) == ("over", p.Result(winner=game.state.winner,
+                                                               reason="normal"))
+    assert record.players == started.players
+    assert (record.game, record.options, record.clock) == (key, game.options, started.clock)
+    assert [m.move for m in record.moves] == list(game.state.moves)
+    for played, event in zip(record.moves, moved, strict=True):
+        assert played.ms_used == event.ms_used >= 0
+        assert event.clocks_ms is not None
+        assert played.clock_ms == event.clocks_ms[played.by]
+    assert record.ended_ms is not None and record.ended_ms >= record.created_ms
+
+    listing = await a.call(p.ListGames, player=a.name)
+    assert listing.next_cursor is None
+    [summary] = listing.games
+    assert summary == p.Summary(
+        game_id=game.game_id, game=key, options=game.options, clock=record.clock,
+        players=record.players, status="over", ply=len(record.moves), result=record.result,
+        created_ms=record.created_ms)
+
+    for conn in (a, b):  # nothing else was sent
+        assert await conn.drain() == []
+
+
+async def _events_of(conn: Any, game_id: str) -> list[Any]:
+    events = []
+    while True:
+        event = await conn.next_event(10)
+        if getattr(event, "game_id", None) == game_id:
+            events.append(event)
+            if isinstance(event, p.GameOver):
+                return events
+
+
+async def _resigned(a: Player, b: Player, key: str, options: dict[str, Any] | None = None,
+                    *, loser: int) -> Game:
+    game = await start_game(a, b, key, options)
+    await game.play(rng=random.Random(1))
+    await game.play(rng=random.Random(2))
+    await game.players[loser].call(p.Resign, game_id=game.game_id)
+    return game
+
+
+async def test_list_games_filters_and_pages(server: Live, clients: Clients) -> None:
+    a, b, c = await clients.guest(), await clients.guest(), await clients.guest()
+    g1 = await _resigned(a, b, "xodd", {"size": 4}, loser=1)  # a wins
+    g2 = await _resigned(a, c, "hadron", {"size": 3}, loser=0)  # c wins
+    g3 = await _resigned(b, c, "hadron", {"size": 3}, loser=0)  # c wins
+    live = await start_game(a, b, "yodd", {"size": 3})  # still being played
+    await live.play(rng=random.Random(3))
+    watcher = await clients.spectator()
+
+    async def ids(**filters: Any) -> list[str]:
+        reply = await watcher.call(p.ListGames, **filters)
+        assert isinstance(reply, p.GameList)
+        assert reply.next_cursor is None
+        return [s.game_id for s in reply.games]
+
+    assert await ids(status="over") == [g3.game_id, g2.game_id, g1.game_id]  # newest first
+    assert await ids(player=a.name, status="over") == [g2.game_id, g1.game_id]
+    assert await ids(player=a.name.upper(), status="over") == [g2.game_id, g1.game_id]
+    assert await ids(game="hadron") == [g3.game_id, g2.game_id]
+    assert await ids(player=a.name, game="hadron") == [g2.game_id]
+    assert await ids(player=c.name, result="win") == [g3.game_id, g2.game_id]
+    assert await ids(player=a.name, result="win") == [g1.game_id]
+    assert await ids(player=a.name, result="loss") == [g2.game_id]
+    assert await ids(player="nobody") == []
+    assert await ids(game="yodd", status="over") == []
+    assert await ids(status="playing") == [live.game_id]
+
+    pages, cursor = [], None
+    while True:
+        reply = await watcher.call(p.ListGames, status="over", limit=1, cursor=cursor)
+        pages.append([s.game_id for s in reply.games])
+        cursor = reply.next_cursor
+        if cursor is None:
+            break
+    assert pages == [[g3.game_id], [g2.game_id], [g1.game_id]]
+
+    error = await _refused(watcher, p.ListGames, cursor="not-a-cursor")
+    assert error.code == "bad_request"
+
+
+async def _refused(conn: Any, kind: type, **fields: Any) -> Any:
+    from clients.connection import ServerError
+
+    with pytest.raises(ServerError) as info:
+        await conn.call(kind, **fields)
+    return info.value
