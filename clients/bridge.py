@@ -307,6 +307,30 @@ class EngineBot(Bot):
         self._restarts_left = RESTARTS_PER_GAME
         self._refused: str | None = None
 
+    # -- copies: the match runner copies (or pickles) bots for every game ----------------------
+    def _config(self) -> dict[str, Any]:
+        return {"command": self.command, "seed": self.seed, "grace_s": self.grace_s,
+                "startup_timeout_s": self.startup_timeout_s,
+                "quit_timeout_s": self.quit_timeout_s, "cwd": self.cwd, "env": self.env}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EngineBot:
+        """A fresh bot with the same command and settings, whose engine is not started yet
+        (a running engine cannot be copied)."""
+        return EngineBot(**self._config())
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self._config()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        EngineBot.__init__(self, **state)
+
+    def __del__(self) -> None:
+        """A bot dropped without close() still takes its engine with it."""
+        proc = getattr(self, "_proc", None)
+        if proc is not None:
+            with contextlib.suppress(Exception):
+                proc.kill()
+
     @property
     def engine_name(self) -> str:
         """The name the engine gave in the handshake, else its command line."""

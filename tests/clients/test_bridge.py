@@ -4,7 +4,9 @@ misbehaving engines (tests/clients/engines/) are restarted, retried or resigned 
 from __future__ import annotations
 
 import ast
+import copy
 import logging
+import pickle
 import re
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import pytest
 
 import engine
 from clients.bots.base import Bot, TimeBudget
+from clients.bots.match import run_match
 from clients.bots.random_bot import RandomBot
 from clients.bridge import BridgeResign, EngineBot
 
@@ -332,6 +335,27 @@ def test_choose_move_without_new_game(bots: list[EngineBot]) -> None:
     bot = make(bots, [sys.executable, str(EXAMPLE)])
     state = engine.new_game("hexifact", board="hex4")
     assert state.play(bot.choose_move(state, UNLIMITED)).ply == 1
+
+
+def test_copies_start_their_own_engine(bots: list[EngineBot]) -> None:
+    bot = make(bots, [sys.executable, str(EXAMPLE)], startup_timeout_s=7.0)
+    play(bot, "hadron")
+    twin = copy.deepcopy(bot)
+    bots.append(twin)
+    assert twin.command == bot.command and twin.startup_timeout_s == 7.0
+    assert twin._proc is None and bot._proc is not None
+    assert play(twin, "hadron").is_over
+    clone = pickle.loads(pickle.dumps(bot))
+    bots.append(clone)
+    assert clone.grace_s == bot.grace_s and clone._proc is None
+
+
+def test_the_offline_match_runner_plays_engines(bots: list[EngineBot]) -> None:
+    bot = make(bots, [sys.executable, str(EXAMPLE)])
+    result = run_match(bot, RandomBot(), "hadron", {"size": 3}, games=4,
+                       budget=TimeBudget(remaining_ms=None, per_move_ms=2000))
+    assert result.games == 4 and all(r.error is None for r in result.records)
+    assert bot._proc is None, "the runner played copies; the bot passed in never started"
 
 
 def test_command_must_be_a_list() -> None:
