@@ -64,6 +64,7 @@ class GameInfo:
     ended_at: datetime | None
     last_seq: int
     plies: int
+    player_kinds: tuple[UserKind, UserKind]
 
     @property
     def winner_name(self) -> str | None:

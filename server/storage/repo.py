@@ -359,6 +359,7 @@ class Store:
         *,
         player: str | None = None,
         winner: str | None = None,
+        loser: str | None = None,
         game_key: str | None = None,
         status: FinishedStatus | None = None,
         limit: int = 20,
@@ -366,9 +367,10 @@ class Store:
     ) -> GamePage:
         """Finished games, newest first, one page at a time (keyset on ended_at, id).
 
-        Filters: a player who took part, the player who won, the game, how it ended
-        (``over`` or ``aborted``; both by default). Games in progress are not listed: the
-        server has them in memory. ``cursor`` is the ``next_cursor`` of the previous page.
+        Filters, by user name in any case: a player who took part, the player who won, the
+        player who lost; and the game, and how it ended (``over`` or ``aborted``; both by
+        default). Games in progress are not listed: the server has them in memory.
+        ``cursor`` is the ``next_cursor`` of the previous page (with the same filters).
         """
         if not 1 <= limit <= MAX_PAGE:
             raise ValueError(f"limit must be 1..{MAX_PAGE}, not {limit}")
@@ -387,16 +389,18 @@ class Store:
                     and_(GameRow.ended_at == ended_at, GameRow.id < last_id),
                 )
             )
+        named = {
+            role: name
+            for role, name in (("player", player), ("winner", winner), ("loser", loser))
+            if name is not None
+        }
         async with self.sessions() as session:
-            ids = await self._user_ids(session, [n for n in (player, winner) if n is not None])
+            ids = await self._user_ids(session, list(named.values()))
             if ids is None:
                 return GamePage((), None)
-            player_id = ids.get(name_key(player)) if player is not None else None
-            winner_id = ids.get(name_key(winner)) if winner is not None else None
-            if player_id is not None or winner_id is not None:
-                conditions.append(
-                    GameRow.id.in_(_ids_by_seat(conditions, player_id, winner_id, limit + 1))
-                )
+            roles = [(role, ids[name_key(name)]) for role, name in named.items()]
+            if roles:
+                conditions.append(GameRow.id.in_(_ids_by_seat(conditions, roles, limit + 1)))
             statement = (
                 _info_query()
                 .where(*conditions)
@@ -407,6 +411,14 @@ class Store:
         more = len(infos) > limit
         infos = infos[:limit]
         return GamePage(tuple(infos), _encode_cursor(infos[-1]) if more else None)
+
+    async def list_game_ids(self) -> list[str]:
+        """Every game's id, oldest first (for exporting everything)."""
+        async with self.sessions() as session:
+            ids = await session.scalars(
+                select(GameRow.id).order_by(GameRow.created_at, GameRow.id)
+            )
+            return list(ids)
 
     async def _user_ids(self, session: AsyncSession, names: Sequence[str]) -> dict[str, int] | None:
         """Ids by name key; None if any of the names is unknown."""
@@ -472,31 +484,31 @@ def _info_query() -> Select[Any]:
         .scalar_subquery()
     )
     return (
-        select(GameRow, first.name, second.name, plies)
+        select(GameRow, first.name, second.name, plies, first.kind, second.kind)
         .join(first, first.id == GameRow.player0_id)
         .join(second, second.id == GameRow.player1_id)
     )
 
 
 def _ids_by_seat(
-    conditions: Sequence[ColumnElement[bool]],
-    player_id: int | None,
-    winner_id: int | None,
-    limit: int,
+    conditions: Sequence[ColumnElement[bool]], roles: Sequence[tuple[str, int]], limit: int
 ) -> Select[Any]:
-    """The newest ``limit`` matching game ids from each seat of the anchor user.
+    """The newest ``limit`` matching game ids from each seat of the first named user.
 
-    One indexed range scan per seat, (playerN_id, ended_at, id), instead of an OR that
-    would read all of a prolific player's games to sort them.
+    ``roles`` pairs "player", "winner" or "loser" with a user id. One indexed range scan
+    per seat, (playerN_id, ended_at, id), instead of an OR that would read all of a
+    prolific player's games to sort them.
     """
-    anchor = player_id if player_id is not None else winner_id
+    (anchor_role, anchor), others = roles[0], roles[1:]
     branches = []
     for seat, column in enumerate((GameRow.player0_id, GameRow.player1_id)):
         where = [*conditions, column == anchor]
-        if player_id is None:
+        if anchor_role == "winner":
             where.append(GameRow.winner == seat)
-        elif winner_id is not None:
-            where.append(_won_by(winner_id))
+        elif anchor_role == "loser":
+            where.append(GameRow.winner == 1 - seat)
+        for role, user_id in others:
+            where.append(_won_by(user_id) if role == "winner" else _lost_by(user_id))
         branch = (
             select(GameRow.id)
             .where(*where)
@@ -512,6 +524,13 @@ def _won_by(user_id: int) -> ColumnElement[bool]:
     return or_(
         and_(GameRow.player0_id == user_id, GameRow.winner == 0),
         and_(GameRow.player1_id == user_id, GameRow.winner == 1),
+    )
+
+
+def _lost_by(user_id: int) -> ColumnElement[bool]:
+    return or_(
+        and_(GameRow.player0_id == user_id, GameRow.winner == 1),
+        and_(GameRow.player1_id == user_id, GameRow.winner == 0),
     )
 
 
@@ -558,7 +577,9 @@ def _token(row: ApiTokenRow) -> Token:
     )
 
 
-def _info(row: GameRow, name0: str, name1: str, plies: int) -> GameInfo:
+def _info(
+    row: GameRow, name0: str, name1: str, plies: int, kind0: str, kind1: str
+) -> GameInfo:
     return GameInfo(
         id=row.id,
         game_key=row.game_key,
@@ -575,6 +596,7 @@ def _info(row: GameRow, name0: str, name1: str, plies: int) -> GameInfo:
         ended_at=row.ended_at,
         last_seq=row.last_seq,
         plies=plies,
+        player_kinds=(cast(UserKind, kind0), cast(UserKind, kind1)),
     )
 
 

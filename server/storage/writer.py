@@ -248,10 +248,12 @@ class CommitQueue:
         """
         if not isinstance(item, MovePlayed | ChatSent | GameFinished):
             raise TypeError(f"cannot store {type(item).__name__}")
-        if self._closed or self._task is None:
-            raise WriterClosed("the commit queue is closed" if self._closed else "not started")
+        if self._closed or not self.running:
+            raise WriterClosed("the commit queue is not running")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         await self._queue.put((item, future))
+        if not self.running and not future.done():  # it stopped while we waited for room
+            future.set_exception(WriterClosed("the commit queue stopped"))
         try:
             await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -265,10 +267,11 @@ class CommitQueue:
                 await asyncio.shield(self._task)
             return
         self._closed = True
-        if self._task is None:
+        task = self._task
+        if task is None or task.done():
             return
         await self._queue.put(None)
-        await asyncio.shield(self._task)
+        await asyncio.shield(task)
 
     async def __aenter__(self) -> CommitQueue:
         self.start()
@@ -283,29 +286,38 @@ class CommitQueue:
         await self.close()
 
     async def _run(self) -> None:
-        stopping = False
-        while not stopping:
-            entry = await self._queue.get()
-            if entry is None:
-                break
-            batch = [entry]
-            while len(batch) < self._max_batch:
-                try:
-                    entry = self._queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    break
+        try:
+            stopping = False
+            while not stopping:
+                entry = await self._queue.get()
                 if entry is None:
-                    stopping = True
                     break
-                batch.append(entry)
-            try:
-                await self._commit(batch)
-            except asyncio.CancelledError:
-                _fail(batch, lambda: WriteFailed("the commit queue was cancelled mid-commit"))
-                raise
-            except Exception as exc:  # a bug here must not hang every caller
-                log.exception("commit queue: unexpected failure")
-                _fail(batch, partial(_write_failed, exc))
+                batch = [entry]
+                while len(batch) < self._max_batch:
+                    try:
+                        entry = self._queue.get_nowait()
+                    except asyncio.QueueEmpty:
+                        break
+                    if entry is None:
+                        stopping = True
+                        break
+                    batch.append(entry)
+                try:
+                    await self._commit(batch)
+                except asyncio.CancelledError:
+                    _fail(batch, lambda: WriteFailed("the commit queue was cancelled mid-commit"))
+                    raise
+                except Exception as exc:  # a bug here must not hang every caller
+                    log.exception("commit queue: unexpected failure")
+                    _fail(batch, partial(_write_failed, exc))
+        finally:
+            # Cancelled rather than closed (the loop is going away): fail what is left, so
+            # no submitter waits forever.
+            self._closed = True
+            while not self._queue.empty():
+                left = self._queue.get_nowait()
+                if left is not None:
+                    _fail([left], lambda: WriterClosed("the commit queue stopped"))
 
     async def _commit(self, batch: list[_Entry]) -> None:
         self.stats.batches += 1

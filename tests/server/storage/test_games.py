@@ -215,6 +215,8 @@ async def test_history_pages_newest_first_without_gaps_or_repeats(
     assert [g.id for g in page.games] == ["g6", "g5", "g4"] and page.next_cursor
     first = page.games[0]
     assert (first.players, first.winner_name, first.plies) == (("Alice", "Bot9"), "Bot9", 1)
+    assert first.player_kinds == ("human", "bot")
+    assert await store.list_game_ids() == [f"g{n}" for n in range(7)] + ["live"]
 
 
 async def test_history_filters(
@@ -230,6 +232,9 @@ async def test_history_filters(
     assert await _all_pages(store, 10, game_key="hadron") == ["g5", "g1"]
     assert await _all_pages(store, 10, status="aborted") == ["g3"]
     assert await _all_pages(store, 10, status="over", player="carol", winner="carol") == ["g5"]
+    assert await _all_pages(store, 10, loser="alice") == ["g6", "g5"]  # not g3: aborted
+    assert await _all_pages(store, 10, loser="bot9", player="alice") == ["g1", "g0"]
+    assert await _all_pages(store, 10, winner="carol", loser="alice") == ["g5"]
     assert await _all_pages(store, 10, player="nobody") == []
     assert await _all_pages(store, 10, game_key="hexifact") == []
 

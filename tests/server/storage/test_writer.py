@@ -181,3 +181,15 @@ async def test_open_storage_migrates_serves_and_flushes(db: Database) -> None:
     engine = db.engine()
     assert await current_revision(engine) == head_revision()
     assert await stored_moves(engine) == {(game_id, 0)}
+
+
+async def test_a_cancelled_writer_fails_what_it_could_not_write(engine: AsyncEngine) -> None:
+    writer = CommitQueue(engine)
+    writer.start()
+    await asyncio.sleep(0)  # the task waits for work
+    assert writer._task is not None
+    writer._task.cancel()  # as when the event loop shuts down without close()
+    await asyncio.sleep(0)
+    with pytest.raises(WriterClosed):
+        await writer.submit(move("g", 0))
+    assert not writer.running
