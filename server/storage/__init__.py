@@ -13,6 +13,14 @@ The modules, each small:
 This package knows nothing of the protocol or the rules: moves are stored as the engine's
 canonical text, options and clock settings as JSON, and the move list is the truth from
 which positions and clocks are derived.
+
+In ``main()``::
+
+    async with open_storage(url, sqlite_synchronous="FULL") as storage:
+        for record in await storage.store.load_active_games():
+            ...                                   # rebuild each game from its moves
+        await storage.writer.submit(MovePlayed(...))   # returns once the move is durable
+    # on exit: everything queued is written, then the engine is disposed
 """
 
 from .db import (
