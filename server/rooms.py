@@ -140,6 +140,7 @@ class GameRoom:
         self._grace_ms = grace_ms
         self._on_finished = on_finished
         self._timer: asyncio.TimerHandle | None = None
+        self.loaded_ms = now_ms()  # nobody is attached to a restored game before this
 
     # -- views ------------------------------------------------------------------------------
     @property
@@ -174,8 +175,11 @@ class GameRoom:
         )
 
     def events_since(self, since_seq: int) -> list[bytes] | None:
-        """Frames of the events after ``since_seq``, or None if they are not all kept."""
-        if since_seq >= self.seq:
+        """Frames of the events after ``since_seq``, or None if they are not all kept (or
+        ``since_seq`` is ahead of the game)."""
+        if since_seq > self.seq:
+            return None
+        if since_seq == self.seq:
             return []
         if since_seq + 1 < self.first_logged_seq or (
             self.events and self.events[0][0] > since_seq + 1
@@ -190,31 +194,47 @@ class GameRoom:
     def unsubscribe(self, listener: Listener) -> None:
         self.listeners.discard(listener)
 
-    def player_connected(self, seat: int, listener: Listener) -> None:
-        self.subscribe(listener)
+    def player_connected(self, seat: int, listener: Listener, *, tell_self: bool = True
+                         ) -> None:
+        """Attach a player's connection; if they had left, everyone hears they are back
+        (``tell_self=False``: everyone but this connection, which gets a snapshot).
+
+        Call it with the lock held if the player may have left, so that the event's seq
+        cannot collide with an action in flight.
+        """
+        if tell_self:
+            self.subscribe(listener)
         was_absent = not self.present[seat]
         self.present[seat].add(listener)
         if was_absent and self.absent_since[seat] is not None:
             self.absent_since[seat] = None
             if self.status == PLAYING:
-                self._broadcast(OpponentBack(game_id=self.game_id, seq=self.seq,
-                                             player=seat),  # type: ignore[arg-type]
-                                durable=False)
+                self._presence(OpponentBack(game_id=self.game_id, seq=self.seq + 1,
+                                            player=seat))  # type: ignore[arg-type]
+        self.subscribe(listener)
 
-    def player_disconnected(self, seat: int, listener: Listener) -> None:
+    async def player_disconnected(self, seat: int, listener: Listener) -> None:
+        """A player's connection closed; if it was their last, everyone hears they left."""
         self.unsubscribe(listener)
         self.present[seat].discard(listener)
-        if not self.present[seat] and self.status == PLAYING:
+        async with self.lock:
+            if self.present[seat] or self.status != PLAYING or (
+                    self.absent_since[seat] is not None):
+                return
             self.absent_since[seat] = now_ms()
-            self._broadcast(OpponentLeft(game_id=self.game_id, seq=self.seq,
-                                         player=seat,  # type: ignore[arg-type]
-                                         claim_after_ms=self._grace_ms), durable=False)
+            self._presence(OpponentLeft(game_id=self.game_id, seq=self.seq + 1,
+                                        player=seat,  # type: ignore[arg-type]
+                                        claim_after_ms=self._grace_ms))
+
+    def _presence(self, event: OpponentLeft | OpponentBack) -> None:
+        """Presence events are numbered and kept for resume like the others, not stored."""
+        self.seq = event.seq
+        self._broadcast(event)
 
     def _broadcast(self, event: GameStarted | Moved | GameOver | ChatMessage | OpponentLeft
-                   | OpponentBack, *, durable: bool = True) -> None:
+                   | OpponentBack) -> None:
         frame = encode(event)
-        if durable:
-            self.events.append((self.seq, frame))
+        self.events.append((self.seq, frame))
         for listener in list(self.listeners):
             listener.send_frame(frame)
 
@@ -347,6 +367,8 @@ class GameRoom:
             seat = self._seat(user_id)
             self._check_playing()
             since = self.absent_since[1 - seat]
+            if since is None and not self.present[1 - seat]:
+                since = self.loaded_ms  # restored, and the opponent has not come back
             if since is None:
                 raise refuse(ErrorCode.CONFLICT, "your opponent is connected", self.game_id)
             wait = since + self._grace_ms - now_ms()

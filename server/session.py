@@ -79,7 +79,7 @@ class Session:
         finally:
             self.out.put_nowait(None) if not self.out.full() else None
             writer.cancel()
-            self.detach()
+            await self.detach()
 
     async def _write_loop(self) -> None:
         try:
@@ -190,12 +190,7 @@ class Session:
     def _authed(self, request_id: int, user: User, token: str) -> p.ServerMessage:
         self.user, self.token = user, token
         self.member = self.server.lobby.join(user.id, user.name, user.kind, self)
-        active = self.server.active_games_of(user.id)
-        for room in active:
-            seat = room.seat_of(user.id)
-            assert seat is not None
-            self.rooms[room.game_id] = room
-            room.player_connected(seat, self)
+        active = self.server.active_games_of(user.id)  # attached by resume, not here
         log.info("authenticated", extra={"peer": self.peer, "user": user.name,
                                          "kind": user.kind})
         return p.Authed(id=request_id, user=p.User(name=user.name, kind=user.kind),
@@ -205,23 +200,25 @@ class Session:
     async def on_logout(self, m: p.Logout) -> p.ServerMessage:
         if self.token is not None:
             await self.server.accounts.end_session(self.token)
-        self.detach()
+        await self.detach()
         self.user = self.member = self.token = None
         return p.Ok(id=m.id)
 
-    def detach(self) -> None:
-        """Leave every room and the lobby (on logout or disconnect)."""
-        for room in self.rooms.values():
-            seat = room.seat_of(self.user.id) if self.user else None
-            if seat is not None:
-                room.player_disconnected(seat, self)
-            else:
-                room.unsubscribe(self)
+    async def detach(self) -> None:
+        """Leave the lobby and every room (on logout or disconnect)."""
+        rooms = list(self.rooms.values())
+        user = self.user
         self.rooms.clear()
         self.server.lobby.subscribers.discard(self)
         if self.member is not None:
             self.server.lobby.leave(self.member, self)
             self.member = None
+        for room in rooms:
+            seat = room.seat_of(user.id) if user else None
+            if seat is not None:
+                await room.player_disconnected(seat, self)
+            else:
+                room.unsubscribe(self)
 
     async def on_ping(self, m: p.Ping) -> p.ServerMessage:
         return p.Pong(id=m.id)
@@ -384,18 +381,24 @@ class Session:
             return p.GameState(id=m.id, game=await self.server.stored_snapshot(m.game_id))
         async with room.lock:
             seat = room.seat_of(self.user.id) if self.user else None
-            if m.game_id not in self.rooms:
-                self.rooms[m.game_id] = room
-                if seat is not None:
-                    room.player_connected(seat, self)
-                else:
-                    room.subscribe(self)
-            frames = room.events_since(m.since_seq)
-            if frames is None:
+            attach = m.game_id not in self.rooms
+            self.rooms[m.game_id] = room
+            frames = room.events_since(m.since_seq) if m.since_seq else None
+            if frames is None:  # the whole game, opponent_back included
+                if attach:
+                    self._attach(room, seat, tell_self=False)
                 return p.GameState(id=m.id, game=room.snapshot())
-            for frame in frames:
+            for frame in frames:  # the missed events, then opponent_back, then ok
                 self.send_frame(frame)
+            if attach:
+                self._attach(room, seat)
             return p.Ok(id=m.id)
+
+    def _attach(self, room: GameRoom, seat: int | None, *, tell_self: bool = True) -> None:
+        if seat is None:
+            room.subscribe(self)
+        else:
+            room.player_connected(seat, self, tell_self=tell_self)
 
     async def on_list_games(self, m: p.ListGames) -> p.ServerMessage:
         return await self.server.list_games(m)
