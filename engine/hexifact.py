@@ -255,6 +255,11 @@ class HexifactPosition:
         for x, ch in enumerate(chars):
             if ch != ".":
                 pos.cells[x] = "BW".index(ch) + 1
+        for x, colour in enumerate(pos.cells):
+            if colour and pos._friends(x, colour) > MAX_FRIENDS:
+                # unreachable by play: placements touch no friend and jumps keep <= 3
+                raise BadPosition(f"the stone on {board.name(x)} has more than "
+                                  f"{MAX_FRIENDS} friendly neighbours")
         pos.ply = ply
         pos.passes = int_field(fields, "passes", 0, 2)
         if mode == AFTER_PLACING:

@@ -590,3 +590,15 @@ def test_hexifact_passes_must_follow_each_other(impl: Impl) -> None:
     assert "pass" in legal(state)
     state = hexifact(impl, "c3 d3 pass c4 pass pass")
     assert state.is_over and not legal(state)
+
+
+def test_hexifact_position_text_refuses_a_stone_with_four_friends() -> None:
+    """No play reaches such a position, so position text may not describe one either."""
+    import engine as eng
+
+    start = eng.new_game("hexifact").to_text()
+    crowded = start.replace("board=.../..../...../....../...../....",
+                            "board=.../..../.BBB./..BB../...../....")
+    assert crowded != start
+    with pytest.raises(ValueError, match="more than 3 friendly"):
+        eng.from_text(crowded)
