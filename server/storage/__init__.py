@@ -58,7 +58,15 @@ from .records import (
 )
 from .repo import Store, name_key, new_game_id, token_digest
 from .runtime import Storage, open_storage
-from .writer import ChatSent, CommitQueue, GameFinished, Item, MovePlayed, WriterStats
+from .writer import (
+    ChatSent,
+    CommitQueue,
+    GameFinished,
+    Item,
+    MovePlayed,
+    SeqAdvanced,
+    WriterStats,
+)
 
 __all__ = [
     "ChatRecord",
@@ -77,6 +85,7 @@ __all__ = [
     "MovePlayed",
     "MoveRecord",
     "NameTaken",
+    "SeqAdvanced",
     "SqliteSynchronous",
     "Storage",
     "StorageError",

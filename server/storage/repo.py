@@ -250,6 +250,14 @@ class Store:
                 )
         return _user(user_row)
 
+    async def revoked_since(self, since: datetime) -> list[str]:
+        """Digests of the tokens revoked at or after ``since`` (the server polls this so a
+        revocation made from another process, e.g. the admin CLI, takes effect at once)."""
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(_TOKENS.c.token_hash).where(_TOKENS.c.revoked_at >= since))
+            return [row[0] for row in rows]
+
     async def revoke_token(
         self, token_id: int, *, user_id: int | None = None, now: datetime | None = None
     ) -> bool:

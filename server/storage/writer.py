@@ -114,6 +114,21 @@ class GameFinished:
         check_fits(GameRow, "reason", self.reason)
 
 
+@dataclass(frozen=True, slots=True)
+class SeqAdvanced:
+    """An event that is numbered but has no row of its own (a player left or came back).
+
+    Storing the number keeps a game's event numbering gap-free across restarts: after a
+    crash the next event gets the next number, never one already sent.
+    """
+
+    game_id: str
+    seq: int
+
+    def __post_init__(self) -> None:
+        _check_at_least("seq", self.seq, 1)
+
+
 def _check_seat(name: str, value: int) -> None:
     if value not in (0, 1):
         raise ValueError(f"{name} must be a seat, 0 or 1, not {value!r}")
@@ -129,7 +144,7 @@ def _check_aware(name: str, value: datetime) -> None:
         raise ValueError(f"{name} must be an aware datetime, not {value!r}")
 
 
-Item = MovePlayed | ChatSent | GameFinished
+Item = MovePlayed | ChatSent | GameFinished | SeqAdvanced
 
 
 @dataclass(slots=True)
@@ -156,7 +171,12 @@ async def write_items(conn: AsyncConnection, items: Sequence[Item]) -> list[Stor
         await conn.execute(insert(_CHAT), chat)
     outcomes: list[StorageError | None] = [None] * len(items)
     for index, item in enumerate(items):
-        if isinstance(item, GameFinished):
+        if isinstance(item, SeqAdvanced):
+            await conn.execute(
+                update(_GAMES)
+                .where(_GAMES.c.id == item.game_id, _GAMES.c.last_seq < item.seq)
+                .values(last_seq=item.seq))
+        elif isinstance(item, GameFinished):
             result = await conn.execute(_finish_statement(item))
             if result.rowcount != 1:
                 outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
@@ -246,7 +266,7 @@ class CommitQueue:
         Raises Conflict (the item breaks a rule; not stored), WriteFailed (the database
         failed; not stored) or WriterClosed (not queued).
         """
-        if not isinstance(item, MovePlayed | ChatSent | GameFinished):
+        if not isinstance(item, MovePlayed | ChatSent | GameFinished | SeqAdvanced):
             raise TypeError(f"cannot store {type(item).__name__}")
         if self._closed or not self.running:
             raise WriterClosed("the commit queue is not running")

@@ -143,3 +143,18 @@ async def test_tokens_need_a_user_and_a_known_kind(store: Store) -> None:
     user = await store.create_user("Jo", "human")
     with pytest.raises(ValueError):
         await store.create_token(user.id, "admin")  # type: ignore[arg-type]
+
+
+async def test_revoked_since_lists_digests_of_recent_revocations(store: Store) -> None:
+    from datetime import UTC, datetime
+
+    user = await store.create_user("rita", "bot")
+    old_token, old_id = await store.create_token(user.id, "bot")
+    new_token, new_id = await store.create_token(user.id, "bot")
+    live_token, _ = await store.create_token(user.id, "bot")
+    t0 = datetime.now(UTC)
+    await store.revoke_token(old_id, now=t0 - timedelta(minutes=5))
+    await store.revoke_token(new_id, now=t0)
+    found = await store.revoked_since(t0 - timedelta(seconds=1))
+    assert found == [token_digest(new_token)]
+    assert token_digest(old_token) not in found and token_digest(live_token) not in found

@@ -193,3 +193,18 @@ async def test_a_cancelled_writer_fails_what_it_could_not_write(engine: AsyncEng
     with pytest.raises(WriterClosed):
         await writer.submit(move("g", 0))
     assert not writer.running
+
+
+async def test_a_numbered_event_without_a_row_advances_the_stored_seq(
+    store: Store, writer: CommitQueue, players: tuple[User, User]
+) -> None:
+    from server.storage import SeqAdvanced
+
+    game_id = await new_game(store, players)
+    await writer.submit(move(game_id, 0))
+    before = await store.get_game_record(game_id)
+    assert before is not None
+    await writer.submit(SeqAdvanced(game_id, before.last_seq + 1))
+    await writer.submit(SeqAdvanced(game_id, before.last_seq))  # older: never goes back
+    after = await store.get_game_record(game_id)
+    assert after is not None and after.last_seq == before.last_seq + 1
