@@ -96,7 +96,9 @@ def wilson_interval(wins: int, games: int, z: float = Z95) -> Interval:
     denom = 1 + z * z / games
     centre = (p + z * z / (2 * games)) / denom
     half = z * math.sqrt(p * (1 - p) / games + z * z / (4 * games * games)) / denom
-    return Interval(max(0.0, centre - half), min(1.0, centre + half))
+    low = 0.0 if wins == 0 else max(0.0, centre - half)
+    high = 1.0 if wins == games else min(1.0, centre + half)
+    return Interval(low, high)
 
 
 def elo_difference(score: float) -> float:
@@ -192,6 +194,17 @@ def run_match(bot_a: Bot, bot_b: Bot, game: str, options: Mapping[str, Any] | No
     return result
 
 
+def describe_budget(budget: TimeBudget) -> str:
+    """The budget in words, e.g. "200 ms per move" or "60 s + 1 s per move"."""
+    parts = []
+    if budget.remaining_ms is not None:
+        parts.append(f"{budget.remaining_ms / 1000:g} s + {budget.increment_ms / 1000:g} s "
+                     "per move")
+    if budget.per_move_ms is not None:
+        parts.append(f"{budget.per_move_ms} ms per move")
+    return ", at most ".join(parts) or "no clock"
+
+
 def _elo_text(value: float) -> str:
     return f"{value:+.0f}" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
 
@@ -202,14 +215,14 @@ def report(result: MatchResult) -> str:
     label_b = b if b != a else f"{b} (B)"
     opts = ",".join(f"{k}={v}" for k, v in result.options.items())
     lines = [f"{result.game} {opts}: {a} vs {label_b}, {result.games} games, "
-             f"{result.budget.seconds_for_move():.3f} s think time per move "
-             f"(budget {result.budget})"]
+             f"{describe_budget(result.budget)} (bots plan "
+             f"{result.budget.seconds_for_move():.3f} s per move)"]
     lines.append(f"{'bot':<16}{'wins':>6}{'as first':>10}{'as second':>11}"
                  f"{'avg s/move':>12}{'max s/move':>12}{'slow':>6}")
     for bot, name in enumerate((a, label_b)):
         first, n_first = result.wins_as(bot, 0)
         second, n_second = result.wins_as(bot, 1)
-        moves = sum((r.plies + (r.seats[0] != bot)) // 2 for r in result.records)
+        moves = sum((r.plies + (r.seats[0] == bot)) // 2 for r in result.records)
         think = sum(r.think_s[bot] for r in result.records)
         longest = max((r.max_think_s[bot] for r in result.records), default=0.0)
         slow = sum(r.slow_moves[bot] for r in result.records)
