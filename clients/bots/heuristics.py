@@ -5,15 +5,12 @@ Everything here goes through the engine's public interface (``play``, ``summary`
 knowledge lives in one table, :data:`KNOWLEDGE`, keyed by game key; a game missing from it
 gets :data:`GENERIC` (value 0, every legal move a candidate), so the bots still play it.
 
-Evaluations are from one player's point of view (higher is better for them) and are in
-"units" whose size :attr:`Knowledge.scale` gives: ``win_probability`` turns a value into
-an estimated chance of winning with a logistic curve of that scale.
+Evaluations are from one player's point of view: higher is better for them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,13 +39,11 @@ class Knowledge:
     ``evaluate(state, player)``: value of a live position for ``player``.
     ``candidates(state, rng, limit)``: distinct legal moves worth considering; for games with
     huge move lists a sample of roughly ``limit`` moves, otherwise all of them.
-    ``scale``: evaluation units worth a 73%/27% split (logistic ``1 / (1 + e^-v/scale)``).
     ``huge``: move lists are too long to list at every node of a search tree; sample them.
     """
 
     evaluate: Evaluator = _zero
     candidates: Sampler = all_moves
-    scale: float = 1.0
     huge: bool = False
 
 
@@ -120,10 +115,10 @@ def _hexifact_value(state: engine.State, player: int) -> float:
 
 
 KNOWLEDGE: dict[str, Knowledge] = {
-    "xodd": Knowledge(_odd_value, _odd_candidates, scale=1.6, huge=True),
-    "yodd": Knowledge(_odd_value, _odd_candidates, scale=1.6, huge=True),
-    "hadron": Knowledge(_hadron_value, all_moves, scale=2.0),
-    "hexifact": Knowledge(_hexifact_value, all_moves, scale=2.0),
+    "xodd": Knowledge(_odd_value, _odd_candidates, huge=True),
+    "yodd": Knowledge(_odd_value, _odd_candidates, huge=True),
+    "hadron": Knowledge(_hadron_value, all_moves),
+    "hexifact": Knowledge(_hexifact_value, all_moves),
 }
 
 
@@ -150,9 +145,3 @@ def evaluate(state: engine.State, player: int) -> float:
     if passing_wins(state):
         return WIN / 2 if state.to_move == player else -WIN / 2
     return knowledge(state).evaluate(state, player)
-
-
-def win_probability(state: engine.State, player: int) -> float:
-    """``evaluate`` squashed into an estimated chance (0..1) that ``player`` wins."""
-    value = evaluate(state, player) / knowledge(state).scale
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, value))))
