@@ -1,0 +1,118 @@
+"""``tessera export`` and ``tessera verify`` against a real server and its database file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import engine
+import protocol as p
+from clients import records
+from clients.fetch import record_from_wire, to_match_record
+from tests.clients.conftest import LiveServer, tessera_command
+
+Games = dict[str, tuple[str, engine.State]]
+
+
+def tessera(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*tessera_command(), *args], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_export_text_and_json_round_trip(live_server: LiveServer, finished_games: Games,
+                                         tmp_path: Path) -> None:
+    game_id, state = finished_games["hadron"]
+    text = tessera("export", game_id, "--server", live_server.url)
+    assert text.returncode == 0, text.stderr
+    record = records.parse_record(text.stdout)
+    assert record.game_id == game_id and record.game == "hadron"
+    assert [m.move for m in record.moves] == list(state.moves)
+    assert (record.winner, record.termination) == (state.winner, "normal")
+    assert record.time_control == {"kind": "fischer", "base_ms": 60_000, "increment_ms": 1_000}
+    assert all(m.clock_ms is not None and m.ms_used is not None for m in record.moves)
+    assert records.format_record(record) == text.stdout
+
+    out = tmp_path / "game.json"
+    done = tessera("export", game_id, "--format", "json", "--db", live_server.db_url,
+                   "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert records.from_json(out.read_text()) == record  # the database says the same
+
+
+def test_export_unknown_game_fails_clearly(live_server: LiveServer) -> None:
+    done = tessera("export", "nosuchgame", "--server", live_server.url)
+    assert done.returncode == 2
+    assert "nosuchgame" in done.stderr
+
+
+def test_verify_files_ok_and_a_tampered_result(live_server: LiveServer, finished_games: Games,
+                                               tmp_path: Path) -> None:
+    game_id, _ = finished_games["hadron"]
+    text_file, json_file = tmp_path / "good.txt", tmp_path / "good.json"
+    assert tessera("export", game_id, "--server", live_server.url, "-o",
+                   str(text_file)).returncode == 0
+    assert tessera("export", game_id, "--format", "json", "--server", live_server.url, "-o",
+                   str(json_file)).returncode == 0
+    data: dict[str, Any] = json.loads(json_file.read_text())
+    data["winner"] = 1 - data["winner"]  # the loser claims the win
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(data))
+
+    good = tessera("verify", str(text_file), str(json_file))
+    assert good.returncode == 0, good.stdout
+    assert good.stdout.count("OK ") == 2
+
+    bad = tessera("verify", str(text_file), str(tampered))
+    assert bad.returncode == 1
+    assert f"MISMATCH  {tampered}" in bad.stdout
+    assert "the rules give the win to" in bad.stdout
+    assert "1 ok, 1 with problems" in bad.stdout
+
+
+def test_verify_all_stored_games(live_server: LiveServer, finished_games: Games) -> None:
+    ids = {game_id for game_id, _ in finished_games.values()}
+    for source in (["--db", live_server.db_url], ["--server", live_server.url]):
+        done = tessera("verify", "--all", *source)
+        assert done.returncode == 0, done.stdout + done.stderr
+        for game_id in ids:
+            assert f"OK        {game_id} (" in done.stdout
+        assert "0 with problems" in done.stdout
+
+
+def test_verify_reads_dump_output(live_server: LiveServer, finished_games: Games,
+                                  tmp_path: Path) -> None:
+    """JSON lines of wire records (what ``python -m server dump`` prints) verify too."""
+    game_id, _ = finished_games["xodd"]
+    dump = subprocess.run([sys.executable, "-m", "server", "dump", game_id, "--db",
+                           live_server.db_url], capture_output=True, text=True, check=True,
+                          timeout=60)
+    lines = tmp_path / "dump.jsonl"
+    lines.write_text(dump.stdout)
+    done = tessera("verify", str(lines))
+    assert done.returncode == 0, done.stdout
+    assert "1-0 resign" in done.stdout or "0-1 resign" in done.stdout
+
+
+def test_wire_record_converts_to_a_match_record() -> None:
+    wire = {"game_id": "g1", "game": "hadron", "options": {"size": 3},
+            "clock": {"kind": "per_move", "per_move_ms": 30000},
+            "players": [{"name": "alice", "kind": "human"}, {"name": "bot1", "kind": "bot"}],
+            "status": "over",
+            "moves": [{"ply": 0, "move": "b2", "by": 0, "ms_used": 1200, "clock_ms": 30000}],
+            "result": {"winner": 0, "reason": "timeout"}, "created_ms": 1767225600000,
+            "ended_ms": 1767225640000}
+    record = to_match_record(record_from_wire(wire))
+    assert record.players == ("alice", "bot1") and record.player_kinds == ("human", "bot")
+    assert record.date == "2026-01-01T00:00:00.000Z"
+    assert record.time_control == {"kind": "per_move", "per_move_ms": 30000}
+    assert (record.winner, record.termination) == (0, "timeout")
+    assert record.moves == (records.RecordMove(0, "b2", 1200, 30000),)
+    assert records.verify(record).ok
+
+    live = dict(wire, status="playing")
+    del live["result"], live["ended_ms"]
+    assert to_match_record(record_from_wire(live)).termination == "unterminated"
+    assert isinstance(record_from_wire(wire), p.Record)
