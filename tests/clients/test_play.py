@@ -1,0 +1,324 @@
+"""``tessera play`` driven in a pseudo-terminal against a real server.
+
+The human side is the real program under pexpect; the other side is a scripted protocol
+client (``ScriptedPlayer``). Moves are chosen with the engine, the program is expected to
+show them.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+
+import pexpect
+import pytest
+
+import engine
+import protocol as p
+from clients.live import GameView
+from clients.offers import OfferError, parse_clock, parse_offer
+from tests.clients.conftest import LiveServer, ScriptedPlayer, spawn_tessera
+
+Scripted = Callable[[str], ScriptedPlayer]
+Games = dict[str, tuple[str, engine.State]]
+
+
+def spawn_play(url: str, *args: str) -> pexpect.spawn:
+    return spawn_tessera("play", "--server", url, *args)
+
+
+def log_in_as_guest(child: pexpect.spawn) -> str:
+    child.expect(r"Logged in as (guest-\w+) \(guest\)")
+    name: str = child.match.group(1)
+    return name
+
+
+def start_game(child: pexpect.spawn, opponent: ScriptedPlayer, me: str,
+               offer: str = "hadron size=3 5+3") -> tuple[str, int]:
+    """The program seeks, ``opponent`` accepts; returns the game id and the program's seat."""
+    child.sendline(f"seek {offer}")
+    child.expect(r"Seek #(\d+) is open")
+    opponent.call(p.AcceptSeek, seek_id=int(child.match.group(1)))
+    started = opponent.wait_for(p.GameStarted)
+    seat = [u.name for u in started.snapshot.players].index(me)
+    child.expect(rf"Game {started.game_id} started: you play (Red|Blue)")
+    assert child.match.group(1) == ("Red", "Blue")[seat]
+    return started.game_id, seat
+
+
+def expect_move_shown(child: pexpect.spawn, ply: int, move: str) -> None:
+    child.expect(rf"last move: {ply + 1}\. {re.escape(move)} \(\w+\)")
+
+
+def test_full_hadron_game_with_errors_and_chat(live_server: LiveServer,
+                                              scripted_player: Scripted) -> None:
+    child = spawn_play(live_server.url, "--guest", "--no-color")
+    me = log_in_as_guest(child)
+    opponent = scripted_player(live_server.url)
+    opponent.guest()
+
+    child.sendline("who")
+    child.expect(rf"guests: .*{opponent.name}")
+    game_id, seat = start_game(child, opponent, me)
+    child.expect(r"   a b c\r\n3  \. \. \.  3\r\n2  \. \. \.  2\r\n1  \. \. \.  1")
+    child.expect(r"legal squares: a1 b1 c1 a2 b2 c2 a3 b3 c3")
+
+    child.sendline("say good luck")
+    opponent.wait_for(p.ChatMessage, game_id=game_id, text="good luck")
+    opponent.call(p.Chat, game_id=game_id, text="you too")
+    child.expect(rf"<{opponent.name}> you too")
+
+    state = engine.new_game("hadron", size=3)
+    shown_errors = False
+    while not state.is_over:
+        if state.to_move == seat:
+            if state.ply > 0 and not shown_errors:
+                child.sendline("z9")
+                child.expect(r"Illegal move 'z9': no cell 'z9' on this board")
+                taken = next(c.name for c in state.board.cells if _occupied(state, c.name))
+                child.sendline(taken)
+                child.expect(rf"Illegal move '{taken}': {taken}: the square is occupied")
+                shown_errors = True
+            move = str(state.legal_moves()[0])
+            child.sendline(move)
+            opponent.wait_for(p.Moved, game_id=game_id, ply=state.ply)
+        else:
+            move = str(state.legal_moves()[-1])
+            opponent.move(game_id, state.ply, move)
+        expect_move_shown(child, state.ply, move)
+        state = state.play(move)
+        if not state.is_over and state.to_move != seat:
+            child.sendline("b2")
+            child.expect(r"It is not your turn: (Red|Blue) \(guest-\w+\) to move\.")
+    assert shown_errors
+    outcome = "You won!" if state.winner == seat else "You lost."
+    child.expect(rf"Game over: (Red|Blue) \(guest-\w+\) wins: by the rules\. {outcome}")
+    over = opponent.wait_for(p.GameOver, game_id=game_id)
+    assert (over.winner, over.reason) == (state.winner, "normal")
+
+    child.sendline("history")
+    child.expect(rf"{game_id} .* Hadron size=3 5\+3 .* {state.ply} plies  (1-0|0-1) normal")
+    child.sendline(f"replay {game_id}")
+    child.expect(rf"position 0/{state.ply}")
+    child.sendline("l")
+    child.expect(rf"position {state.ply}/{state.ply}")
+    child.sendline("q")
+    child.expect("left the replay")
+    child.sendline("quit")
+    child.expect("Bye.")
+    child.expect(pexpect.EOF)
+
+
+def _occupied(state: engine.State, cell: str) -> bool:
+    try:
+        state.parse_move(cell)
+    except engine.IllegalMove as exc:
+        return "occupied" in str(exc)
+    return False
+
+
+def test_resign_abort_challenges_and_watching(live_server: LiveServer,
+                                             scripted_player: Scripted) -> None:
+    child = spawn_play(live_server.url, "--guest", "--no-color")
+    me = log_in_as_guest(child)
+    opponent = scripted_player(live_server.url)
+    opponent.guest()
+
+    # a challenge declined, then one accepted (the program plays Blue, as asked for)
+    sent = opponent.call(p.Challenge, to=me, game="hexifact", options={}, clock=p.Unlimited(),
+                         color=0)
+    assert isinstance(sent, p.ChallengeCreated)
+    child.expect(rf"{opponent.name} challenges you to Hexifact board=hex3-4 "
+                 rf"jumps=after-placing -; you would play White\. "
+                 rf"Type 'accept {sent.challenge_id}'")
+    child.sendline(f"decline {sent.challenge_id}")
+    assert opponent.wait_for(p.ChallengeEnded).reason == "declined"
+    sent = opponent.call(p.Challenge, to=me, game="xodd", options={"size": 5},
+                         clock=p.PerMove(per_move_ms=60_000), color=0)
+    assert isinstance(sent, p.ChallengeCreated)
+    child.expect("challenges you to Xodd size=5 60s/move")
+    child.sendline("accept")
+    started = opponent.wait_for(p.GameStarted)
+    child.expect(rf"Game {started.game_id} started: you play White")
+    opponent.move(started.game_id, 0, "Bc3")
+    expect_move_shown(child, 0, "Bc3")
+    child.expect(r"groups: Black 1, White 0")  # the engine's help, shown after each move
+    child.expect(r"parity: odd")
+    child.sendline("Bc3")
+    child.expect(r"Illegal move 'Bc3': ")
+    child.sendline("pass")
+    opponent.wait_for(p.Moved, game_id=started.game_id, ply=1, move="pass")
+    expect_move_shown(child, 1, "pass")
+    child.sendline("resign")
+    over = opponent.wait_for(p.GameOver, game_id=started.game_id)
+    assert (over.winner, over.reason) == (0, "resign")
+    child.expect(r"Game over: Black \(guest-\w+\) wins: White resigned\. You lost\.")
+
+    # the program accepts a seek from the lobby, then aborts the game before moving
+    seek = opponent.call(p.Seek, game="yodd", options={"size": 3}, clock=p.Unlimited())
+    assert isinstance(seek, p.SeekCreated)
+    child.expect(rf"New seek #{seek.seek_id} by {opponent.name}: Yodd size=3 -")
+    child.sendline("seeks")
+    child.expect(rf"#{seek.seek_id}\s+{opponent.name}\s+Yodd size=3 -")
+    child.sendline(f"accept {seek.seek_id}")
+    started = opponent.wait_for(p.GameStarted)
+    child.expect(rf"Game {started.game_id} started")
+    child.expect(r"\r\n4 +\. \. \.")  # a hex board: rows are offset
+    child.sendline("abort")
+    over = opponent.wait_for(p.GameOver, game_id=started.game_id)
+    assert over.reason == "abort"
+    child.expect("The game was aborted")
+
+    # a spectator (another program, not logged in) watches a live game
+    third = scripted_player(live_server.url)
+    third.guest()
+    seek = opponent.call(p.Seek, game="hadron", options={"size": 3}, clock=p.Unlimited())
+    assert isinstance(seek, p.SeekCreated)
+    third.call(p.AcceptSeek, seek_id=seek.seek_id)
+    started = third.wait_for(p.GameStarted)
+    watcher = spawn_play(live_server.url, "--no-color")
+    watcher.expect("Log in with")
+    watcher.sendline("seek hadron")
+    watcher.expect(r"Refused \(unauthorized\): .* Log in first")
+    watcher.sendline("games")
+    watcher.expect(rf"{started.game_id} .* Hadron size=3 -")
+    watcher.sendline(f"watch {started.game_id}")
+    watcher.expect(r"watching")
+    players = {opponent.name: opponent, third.name: third}
+    first = players[started.snapshot.players[0].name]
+    first.move(started.game_id, 0, "b2")
+    watcher.expect(r"3  \. \. \.  3\r\n2  \.\[R\]\.  2")  # the last move is marked
+    expect_move_shown(watcher, 0, "b2")
+    watcher.sendline("quit")
+    watcher.expect(pexpect.EOF)
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
+def test_reconnects_and_resumes_after_a_server_restart(
+        live_server_factory: Callable[..., LiveServer], scripted_player: Scripted) -> None:
+    server = live_server_factory(grace_s=1.0)
+    child = spawn_play(server.url, "--guest", "--no-color", "--retry-max", "0.5")
+    me = log_in_as_guest(child)
+    opponent = scripted_player(server.url)
+    opponent.guest()
+    game_id, seat = start_game(child, opponent, me, "hadron size=5 10+5")
+    state = engine.new_game("hadron", size=5)
+    if seat == 1:
+        opponent.move(game_id, 0, "a1")
+        expect_move_shown(child, 0, "a1")
+        state = state.play("a1")
+    child.sendline("c3")
+    opponent.wait_for(p.Moved, game_id=game_id, ply=state.ply)
+    expect_move_shown(child, state.ply, "c3")
+    state = state.play("c3")
+
+    server.stop()
+    child.expect("Connection lost; reconnecting")
+    server.start()
+    authed = opponent.reconnect()
+    assert authed.active_games == (game_id,)
+    opponent.call(p.Resume, game_id=game_id, since_seq=0)
+    move = "e5"
+    opponent.move(game_id, state.ply, move)  # made while the program may still be away
+    child.expect(rf"Reconnected to {re.escape(server.url)}; resumed 1 game\(s\): {game_id}")
+    expect_move_shown(child, state.ply, move)
+    state = state.play(move)
+    child.sendline("a5")
+    opponent.wait_for(p.Moved, game_id=game_id, ply=state.ply, move="a5")
+    expect_move_shown(child, state.ply, "a5")
+    state = state.play("a5")
+    child.sendline("clock")  # both clocks now; the opponent's is running
+    readings = [rf"{c} guest-\w+ (10:0\d|9:\d\d)" for c in ("Red", "Blue")]
+    readings[1 - seat] = ">" + readings[1 - seat]
+    child.expect(rf"{game_id} \| +{readings[0]} \| +{readings[1]} \| ply {state.ply}")
+
+    opponent.run(opponent.conn.close())  # the opponent goes away: claim the game
+    mine, theirs = ("Red", "Blue") if seat == 0 else ("Blue", "Red")
+    child.expect(rf"{theirs} \(guest-\w+\) left the game; type 'claim' after 1 s")
+    time.sleep(1.2)
+    child.sendline("claim")
+    child.expect(rf"Game over: {mine} \(guest-\w+\) wins: {theirs} left the game\. You won!")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
+def test_accounts_colours_and_mistakes(live_server: LiveServer, finished_games: Games) -> None:
+    child = spawn_play(live_server.url)  # colours on: a colour terminal
+    child.expect("Log in with")
+    child.sendline("register alice_e2e")
+    child.expect("password:")
+    child.sendline("correct horse")
+    child.expect("again:")
+    child.sendline("correct horse")
+    child.expect(r"Logged in as alice_e2e \(human\)")
+    child.sendline("logout")
+    child.expect("Logged out.")
+    child.sendline("login alice_e2e")
+    child.expect("password:")
+    child.sendline("wrong password")
+    child.expect(r"Refused \(invalid_credentials\)")
+    child.sendline("login alice_e2e")
+    child.expect("password:")
+    child.sendline("correct horse")
+    child.expect(r"Logged in as alice_e2e \(human\)")
+    child.sendline("seek hexifact hex4 jumps=once-per-stone")
+    child.expect("time control 'hex4' not understood")
+    child.sendline("seek hexifact board=hex9")
+    child.expect(r"option board='hex9' is not allowed")
+    child.sendline("frobnicate")
+    child.expect("Unknown command 'frobnicate'")
+    game_id, state = finished_games["hadron"]
+    child.sendline(f"replay {game_id}")
+    child.expect(rf"position 0/{state.ply}")
+    child.sendline("n")
+    child.expect("\x1b\\[1;31mR\x1b\\[0m")  # Red's tile, in red
+    child.sendline("q")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
+# -- the command language, without a server ----------------------------------------------------
+def test_time_controls() -> None:
+    assert parse_clock("5+3") == p.Fischer(base_ms=300_000, increment_ms=3_000)
+    assert parse_clock("90s+2") == p.Fischer(base_ms=90_000, increment_ms=2_000)
+    assert parse_clock("30s/move") == p.PerMove(per_move_ms=30_000)
+    assert parse_clock("2m/move") == p.PerMove(per_move_ms=120_000)
+    assert parse_clock("3d") == parse_clock("3d/move") == p.Correspondence(days_per_move=3)
+    assert parse_clock("-") == p.Unlimited()
+    with pytest.raises(OfferError, match="out of range"):
+        parse_clock("0+1")
+    with pytest.raises(OfferError, match="not understood"):
+        parse_clock("fast")
+
+
+def test_offers() -> None:
+    offer = parse_offer(["hex", "board=hex4", "1+0"])
+    assert (offer.game, offer.options["board"], offer.clock) == (
+        "hexifact", "hex4", p.Fischer(base_ms=60_000, increment_ms=0))
+    assert parse_offer(["Hadron"]).options == {"size": 5}
+    assert parse_offer(["xodd", "color=white"], allow_color=True).color == 1
+    with pytest.raises(OfferError, match="could be"):
+        parse_offer(["h"])
+    with pytest.raises(OfferError, match="out of range"):
+        parse_offer(["hadron", "size=99"])
+
+
+def test_game_view_clocks_run_for_the_mover() -> None:
+    now = [100.0]
+    snap = p.Snapshot(game_id="g", game="hadron", options={"size": 3},
+                      clock=p.Fischer(base_ms=60_000, increment_ms=0),
+                      players=(p.User(name="ann", kind="human"), p.User(name="ben", kind="bot")),
+                      status="playing", moves=(), clocks_ms=(60_000, 60_000), to_move=0, ply=0,
+                      seq=1)
+    view = GameView.from_snapshot(snap, "ben", now=lambda: now[0])
+    assert view.me == 1 and not view.my_turn
+    now[0] += 2.5
+    assert view.clocks_now() == (57_500, 60_000)
+    view.apply_moved(p.Moved(game_id="g", seq=2, ply=0, move="b2", by=0, ms_used=2500,
+                             clocks_ms=(57_500, 60_000)))
+    now[0] += 1
+    assert view.clocks_now() == (57_500, 59_000) and view.my_turn
+    assert "ann" in view.status_line() and "59.0" in view.status_line()
+    assert "[R]" in view.panel()
