@@ -9,6 +9,7 @@ so a slow reader cannot make the server's memory grow.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 CLOSE_TOO_SLOW = 1008
 MAX_BAD_FRAMES = 50  # protocol errors in a row before the connection is closed
+FLUSH_TIMEOUT_S = 5.0  # how long a closing connection may take to send what is queued
 
 
 class Session:
@@ -49,6 +51,7 @@ class Session:
         self.chat_bucket = TokenBucket(settings.chat_rate, settings.chat_burst)
         self.out: asyncio.Queue[bytes | None] = asyncio.Queue(settings.out_queue_frames)
         self.closing = False
+        self._close_with: tuple[int, str] | None = None
         self.bad_frames = 0
         self.peer = str(ws.remote_address[0]) if ws.remote_address else "?"
         self.handlers: dict[type, Callable[[Any], Awaitable[p.ServerMessage | None]]] = {
@@ -71,21 +74,27 @@ class Session:
         writer = asyncio.create_task(self._write_loop())
         try:
             async for frame in self.ws:
+                if self.closing:  # read on, unheeded, so the close handshake completes
+                    continue
                 await self.handle(frame)
-                if self.closing:
-                    break
         except ConnectionClosed:
             pass
         finally:
-            self.out.put_nowait(None) if not self.out.full() else None
-            writer.cancel()
+            if not self.closing and not self.out.full():
+                self.out.put_nowait(None)
             await self.detach()
+            # Let the writer send what is queued (an error explaining a close, say) and the
+            # close frame: when this handler returns, websockets closes with 1000.
+            with contextlib.suppress(TimeoutError, ConnectionClosed):
+                await asyncio.wait_for(writer, FLUSH_TIMEOUT_S)
 
     async def _write_loop(self) -> None:
         try:
             while True:
                 frame = await self.out.get()
                 if frame is None:
+                    if self._close_with is not None:
+                        await self.ws.close(*self._close_with)
                     return
                 await self.ws.send(frame)
         except ConnectionClosed:
@@ -104,12 +113,17 @@ class Session:
         self.send_frame(self.proto.send(message))
 
     def close(self, code: int, reason: str) -> None:
+        """Close after the frames already queued (at once if the queue is full)."""
         if self.closing:
             return
         self.closing = True
         log.info("closing connection", extra={"peer": self.peer, "code": code, "why": reason})
-        task = asyncio.get_running_loop().create_task(self.ws.close(code, reason))
-        self.server.background(task)
+        self._close_with = (code, reason)
+        try:
+            self.out.put_nowait(None)  # the writer closes when it gets here
+        except asyncio.QueueFull:
+            task = asyncio.get_running_loop().create_task(self.ws.close(code, reason))
+            self.server.background(task)
 
     # -- dispatch -------------------------------------------------------------------------------
     async def handle(self, frame: str | bytes) -> None:
