@@ -74,7 +74,7 @@ class Accounts:
             if user is not None:
                 await self.store.record_login_failure(
                     user.id, now=now, max_failures=self.lockout_after, lock_for=self._lock_for)
-            raise ProtocolError("wrong user name or password",
+            raise ProtocolError("wrong username or password",
                                 code=ErrorCode.INVALID_CREDENTIALS)
         if user.failed_logins:
             await self.store.reset_failures(user.id)
@@ -95,7 +95,8 @@ class Accounts:
     async def by_token(self, token: str) -> User:
         user = await self.store.user_for_token(token)
         if user is None:
-            raise ProtocolError("unknown or revoked token", code=ErrorCode.UNAUTHORIZED)
+            raise ProtocolError("unknown, expired or revoked token",
+                                code=ErrorCode.INVALID_CREDENTIALS)
         return user
 
     async def new_session(self, user: User) -> str:
