@@ -161,8 +161,9 @@ class PlayClient:
                 continue
             try:
                 await self.on_event(event)
-            except (ServerError, Disconnected) as exc:
-                self.say(f"(while handling {type(event).__name__}: {exc})")
+            except Exception as exc:  # one bad event must not stop the client
+                self.say(f"(while handling {type(event).__name__}: "
+                         f"{type(exc).__name__}: {exc})")
 
     async def reconnect(self) -> None:
         """Reconnect with backoff, log in with the session token, resume every game."""
@@ -368,15 +369,28 @@ class PlayClient:
             elif view is not None and view.me is not None and not view.over:
                 await self.move(line)
             else:
-                self.say(f"Unknown command {word!r}; type 'help' for the list.")
+                self.say(f"Unknown command {word!r}{self._why_no_move(view)}; "
+                         "type 'help' for the list.")
         except (UsageError, OfferError) as exc:
             self.say(str(exc))
+        except p.ProtocolError as exc:  # the request could not even be built
+            self.say(f"Not sent: {exc}")
         except ServerError as exc:
             hint = (" Log in first: 'guest', 'login NAME' or 'register NAME'."
                     if exc.code == p.ErrorCode.UNAUTHORIZED else "")
             self.say(f"Refused ({exc.code}): {exc.message}{hint}")
         except Disconnected:
             self.say("Not connected right now; reconnecting in the background.")
+        except Exception as exc:  # keep the session alive; say what went wrong
+            self.say(f"Error: {type(exc).__name__}: {exc}")
+
+    @staticmethod
+    def _why_no_move(view: GameView | None) -> str:
+        if view is None:
+            return ""
+        if view.over:
+            return f" (game {view.game_id} is over)"
+        return f" (you are watching game {view.game_id}, not playing it)"
 
     async def login_with(self, kind: type, **fields: object) -> None:
         reply = await self.call(kind, **fields)
@@ -416,12 +430,14 @@ class PlayClient:
     async def cmd_login(self, args: str) -> None:
         if len(args.split()) != 1:
             raise UsageError("usage: login NAME")
+        p.Login(id=0, username=args, password="?")  # a bad name is refused before the password
         await self.login_with(p.Login, username=args, password=await self.password())
 
     @command("register", "register NAME", "create an account and log in")
     async def cmd_register(self, args: str) -> None:
         if len(args.split()) != 1:
             raise UsageError("usage: register NAME")
+        p.Login(id=0, username=args, password="?")
         secret = await self.password(confirm=True)
         await self.login_with(p.Register, username=args, password=secret)
 

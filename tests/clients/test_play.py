@@ -247,6 +247,8 @@ def test_reconnects_and_resumes_after_a_server_restart(
 def test_accounts_colours_and_mistakes(live_server: LiveServer, finished_games: Games) -> None:
     child = spawn_play(live_server.url)  # colours on: a colour terminal
     child.expect("Log in with")
+    child.sendline("login x")  # refused before sending: the protocol's own validation
+    child.expect(r"Not sent: login\.username: expected str of 2\.\.20 chars")
     child.sendline("register alice_e2e")
     child.expect("password:")
     child.sendline("correct horse")
