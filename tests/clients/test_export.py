@@ -116,3 +116,11 @@ def test_wire_record_converts_to_a_match_record() -> None:
     del live["result"], live["ended_ms"]
     assert to_match_record(record_from_wire(live)).termination == "unterminated"
     assert isinstance(record_from_wire(wire), p.Record)
+
+
+def test_verify_reports_an_unusable_source(tmp_path: Path) -> None:
+    done = tessera("verify", "--all", "--db", f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}")
+    assert done.returncode == 2
+    assert "no such table" in done.stderr
+    done = tessera("verify", str(tmp_path / "missing.txt"))
+    assert done.returncode == 1 and "ERROR" in done.stdout and "cannot read" in done.stdout
