@@ -39,6 +39,7 @@ class Position(Protocol):
 
     board: Board
     ply: int
+    cells: bytearray  # per cell: 0 empty, 1 player 0's stone, 2 player 1's
 
     def copy(self) -> Self: ...
     def parse(self, text: str) -> Move: ...
@@ -52,7 +53,6 @@ class Position(Protocol):
     def winner(self) -> int | None: ...
     def summary(self) -> dict[str, Any]: ...
     def text_fields(self) -> dict[str, str]: ...
-    def board_chars(self) -> str: ...
 
 
 class _MoveNode(NamedTuple):
@@ -160,6 +160,11 @@ class State:
         return self._pos.summary()
 
     # -- text forms -----------------------------------------------------------------------------
+    def cell_chars(self) -> str:
+        """One character per cell in canonical order: ``.`` or the game's stone letter."""
+        symbols = (".", *self.game.stone_chars)
+        return "".join(symbols[v] for v in self._pos.cells)
+
     def to_text(self) -> str:
         """One-line position text; ``engine.from_text`` turns it back into a state."""
         from .text import position_text
@@ -195,7 +200,8 @@ class Game:
     summary_text: str
     make_board: Callable[[Mapping[str, int | str]], Board]
     make_position: Callable[[Board, Mapping[str, int | str]], Position]
-    load_position: Callable[[Board, Mapping[str, int | str], str, int, dict[str, str]], Position]
+    load_position: Callable[[Board, Mapping[str, int | str], list[int], int, dict[str, str]],
+                            Position]
 
     def normalize_options(self, values: Mapping[str, Any] | None = None) -> dict[str, int | str]:
         """Options with defaults filled in; BadOption (a ValueError) if any is not allowed."""

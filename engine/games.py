@@ -40,7 +40,7 @@ XODD = Game(
     "fewer own groups wins.",
     make_board=lambda o: boards.square(int(o["size"])),
     make_position=lambda b, o: XoddPosition(b),
-    load_position=lambda b, o, chars, ply, f: XoddPosition.from_fields(b, chars, ply, f),
+    load_position=lambda b, o, colours, ply, f: XoddPosition.from_fields(b, colours, ply, f),
 )
 
 YODD = Game(
@@ -53,7 +53,7 @@ YODD = Game(
     summary_text="Xodd on a hexagonal board.",
     make_board=lambda o: boards.hexhex(int(o["size"])),
     make_position=lambda b, o: XoddPosition(b),
-    load_position=lambda b, o, chars, ply, f: XoddPosition.from_fields(b, chars, ply, f),
+    load_position=lambda b, o, colours, ply, f: XoddPosition.from_fields(b, colours, ply, f),
 )
 
 HADRON = Game(
@@ -68,7 +68,7 @@ HADRON = Game(
     "number; the last to place wins.",
     make_board=lambda o: boards.square(int(o["size"])),
     make_position=lambda b, o: HadronPosition(b),
-    load_position=lambda b, o, chars, ply, f: HadronPosition.from_fields(b, chars, ply, f),
+    load_position=lambda b, o, colours, ply, f: HadronPosition.from_fields(b, colours, ply, f),
 )
 
 HEXIFACT = Game(
@@ -86,8 +86,8 @@ HEXIFACT = Game(
     "of your two largest groups.",
     make_board=_hexifact_board,
     make_position=lambda b, o: HexifactPosition(b, str(o["jumps"])),
-    load_position=lambda b, o, chars, ply, f: HexifactPosition.from_fields(
-        b, chars, ply, f, str(o["jumps"])),
+    load_position=lambda b, o, colours, ply, f: HexifactPosition.from_fields(
+        b, colours, ply, f, str(o["jumps"])),
 )
 
 GAMES: Mapping[str, Game] = {g.key: g for g in (XODD, YODD, HADRON, HEXIFACT)}

@@ -115,16 +115,13 @@ class HadronPosition:
     def text_fields(self) -> dict[str, str]:
         return {}
 
-    def board_chars(self) -> str:
-        return "".join(".RB"[v] for v in self.cells)
-
     @classmethod
-    def from_fields(cls, board: Board, chars: str, ply: int, fields: dict[str, str]
+    def from_fields(cls, board: Board, colours: list[int], ply: int, fields: dict[str, str]
                     ) -> HadronPosition:
         pos = cls(board)
-        for x, ch in enumerate(chars):
-            if ch != ".":
-                pos._place(x, "RB".index(ch) + 1)
+        for x, colour in enumerate(colours):
+            if colour:
+                pos._place(x, colour)
         pos.ply = ply
         return pos
 

@@ -245,16 +245,11 @@ class HexifactPosition:
             fields["jumped"] = ",".join(self.board.name(x) for x in cells) or "-"
         return fields
 
-    def board_chars(self) -> str:
-        return "".join(".BW"[v] for v in self.cells)
-
     @classmethod
-    def from_fields(cls, board: Board, chars: str, ply: int, fields: dict[str, str],
+    def from_fields(cls, board: Board, colours: list[int], ply: int, fields: dict[str, str],
                     mode: str) -> HexifactPosition:
         pos = cls(board, mode)
-        for x, ch in enumerate(chars):
-            if ch != ".":
-                pos.cells[x] = "BW".index(ch) + 1
+        pos.cells[:] = bytes(colours)
         for x, colour in enumerate(pos.cells):
             if colour and pos._friends(x, colour) > MAX_FRIENDS:
                 # unreachable by play: placements touch no friend and jumps keep <= 3

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 def render(state: State, mark: set[str]) -> str:
     """Rows top-down, each cell two characters wide; cells named in ``mark`` get brackets."""
     board = state.board
-    chars = state._pos.board_chars()
+    chars = state.cell_chars()
     marked = {c.index for c in board.cells if c.name in {m.lower() for m in mark}}
     # drawing column of each cell: x = q - r/2, doubled to stay on whole characters
     col = {c.index: int(2 * c.x) for c in board.cells}

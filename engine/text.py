@@ -26,7 +26,7 @@ def position_text(state: State) -> str:
     game = state.game
     opts = ",".join(f"{k}={v}" for k, v in state.options.items())
     board = state.board
-    chars = state._pos.board_chars()
+    chars = state.cell_chars()
     rows = ["".join(chars[i] for i in row) for row in reversed(board.rows())]
     fields = {"ply": str(state.ply), **state._pos.text_fields(), "board": "/".join(rows)}
     return " ".join([f"{game.key}:{opts}", *(f"{k}={v}" for k, v in fields.items())])
@@ -59,26 +59,28 @@ def from_text(text: str) -> State:
         fields[name] = value
     board = game.make_board(options)
     ply = int_field(fields, "ply", 0, 10**9)
-    chars = _board_chars(fields.pop("board", None), board.rows(), game.stone_chars)
-    pos = game.load_position(board, options, chars, ply, fields)
+    colours = _board_colours(fields.pop("board", None), board.rows(), game.stone_chars)
+    pos = game.load_position(board, options, colours, ply, fields)
     if fields:
         raise BadPosition(f"unknown field {next(iter(fields))}= for {game.key}")
     return State(game, MappingProxyType(options), pos)
 
 
-def _board_chars(rows_text: str | None, rows: list[list[int]], stones: tuple[str, str]) -> str:
+def _board_colours(rows_text: str | None, rows: list[list[int]], stones: tuple[str, str]
+                   ) -> list[int]:
+    """Per cell in canonical order: 0 empty, 1 or 2 for the players' stones."""
     if rows_text is None:
         raise BadPosition("missing field board=")
     given = rows_text.upper().split("/")
     if len(given) != len(rows):
         raise BadPosition(f"board= has {len(given)} rows, the board has {len(rows)}")
-    chars = [""] * sum(len(r) for r in rows)
-    allowed = {".", *stones}
+    colours = [0] * sum(len(r) for r in rows)
+    code = {".": 0, stones[0]: 1, stones[1]: 2}
     for row_cells, row_text in zip(reversed(rows), given, strict=True):
         if len(row_text) != len(row_cells):
             raise BadPosition(f"board= row {row_text!r} should have {len(row_cells)} cells")
         for x, ch in zip(row_cells, row_text, strict=True):
-            if ch not in allowed:
-                raise BadPosition(f"board= holds {ch!r}; allowed: {''.join(sorted(allowed))}")
-            chars[x] = ch
-    return "".join(chars)
+            if ch not in code:
+                raise BadPosition(f"board= holds {ch!r}; allowed: {''.join(code)}")
+            colours[x] = code[ch]
+    return colours

@@ -272,16 +272,13 @@ class XoddPosition:
     def text_fields(self) -> dict[str, str]:
         return {"passes": str(self.passes)}
 
-    def board_chars(self) -> str:
-        return "".join(".BW"[v] for v in self.cells)
-
     @classmethod
-    def from_fields(cls, board: Board, chars: str, ply: int, fields: dict[str, str]
+    def from_fields(cls, board: Board, colours: list[int], ply: int, fields: dict[str, str]
                     ) -> XoddPosition:
         pos = cls(board)
-        for x, ch in enumerate(chars):
-            if ch != ".":
-                pos._put(x, "BW".index(ch) + 1)
+        for x, colour in enumerate(colours):
+            if colour:
+                pos._put(x, colour)
         pos.ply = ply
         pos.passes = int_field(fields, "passes", 0, 2)
         return pos
