@@ -92,13 +92,15 @@ class GameServer:
 
     def _room(self, *, game_id: str, state: engine.State, control: TimeControl,
               seats: tuple[Seat, Seat], played: list[p.PlayedMove], seq: int, clock: Clock,
-              created_ms: int) -> GameRoom:
+              created_ms: int, live: bool = True) -> GameRoom:
         room = GameRoom(game_id=game_id, state=state, control=control, seats=seats,
                         played=played, seq=seq, clock=clock, created_ms=created_ms,
                         writer=self.writer, metrics=self.metrics,
                         grace_ms=self.settings.grace_ms,
                         event_log_limit=self.settings.event_log_limit,
                         on_finished=self._room_finished)
+        if not live:
+            return room
         self.rooms[game_id] = room
         for seat in seats:
             self.by_user.setdefault(seat.user_id, set()).add(room)
@@ -137,10 +139,31 @@ class GameServer:
                 games.discard(room)
                 if not games:
                     del self.by_user[seat.user_id]
+        self._keep_finished(room)
+        self.metrics.games.set(len(self.rooms))
+
+    def _keep_finished(self, room: GameRoom) -> None:
         self.finished[room.game_id] = room
         while len(self.finished) > FINISHED_KEPT:
             self.finished.popitem(last=False)
-        self.metrics.games.set(len(self.rooms))
+
+    async def finished_room(self, game_id: str) -> GameRoom | None:
+        """A finished game from memory, or else from storage (after a restart, or once
+        forgotten), so that late requests get game_over and resent moves their ack."""
+        room = self.finished.get(game_id)
+        if room is not None:
+            return room
+        record = await self.store.get_game_record(game_id)
+        if record is None or record.info.status == "playing":
+            return None
+        room = self.finished.get(game_id)  # loaded by another request meanwhile
+        if room is None:
+            room = self._restore_one(record, now_ms(), live=False)
+            room.status = record.info.status
+            room.result = p.Result(winner=record.info.winner,  # type: ignore[arg-type]
+                                   reason=record.info.reason or "normal")  # type: ignore
+            self._keep_finished(room)
+        return room
 
     async def restore(self) -> int:
         """Load every game in progress from its stored moves (after a restart or crash)."""
@@ -161,7 +184,7 @@ class GameServer:
         log.info("restored games in progress", extra={"games": count})
         return count
 
-    def _restore_one(self, record: GameRecord, now: int) -> GameRoom:
+    def _restore_one(self, record: GameRecord, now: int, live: bool = True) -> GameRoom:
         info = record.info
         state = engine.replay(info.game_key, info.options, [m.move for m in record.moves])
         control = TimeControl.from_wire(info.clock)
@@ -179,7 +202,7 @@ class GameServer:
             played=played_moves((m.ply, m.move, m.player, m.ms_used, m.clock_ms)
                                 for m in record.moves),
             seq=record.last_seq, clock=Clock(control, remaining),
-            created_ms=int(info.created_at.timestamp() * 1000))
+            created_ms=int(info.created_at.timestamp() * 1000), live=live)
         room.move_seqs.update((m.ply, m.seq) for m in record.moves)
         return room
 

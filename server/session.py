@@ -337,28 +337,26 @@ class Session:
         return self.user.id
 
     async def on_move(self, m: p.Move) -> p.ServerMessage:
-        room = self.server.rooms.get(m.game_id) or self.server.finished.get(m.game_id)
-        if room is None:
-            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {m.game_id} in progress", m.game_id)
+        room = await self._finished_or_live(m.game_id)
         seq = await room.play(self._uid(), m)
         return p.MoveAck(id=m.id, game_id=m.game_id, ply=m.ply, seq=seq)
 
     async def on_resign(self, m: p.Resign) -> p.ServerMessage:
-        await self._finished_or_live(m.game_id).resign(self._uid())
+        await (await self._finished_or_live(m.game_id)).resign(self._uid())
         return p.Ok(id=m.id)
 
     async def on_abort(self, m: p.Abort) -> p.ServerMessage:
-        await self._finished_or_live(m.game_id).abort(self._uid())
+        await (await self._finished_or_live(m.game_id)).abort(self._uid())
         return p.Ok(id=m.id)
 
     async def on_claim_win(self, m: p.ClaimWin) -> p.ServerMessage:
-        await self._finished_or_live(m.game_id).claim_win(self._uid())
+        await (await self._finished_or_live(m.game_id)).claim_win(self._uid())
         return p.Ok(id=m.id)
 
-    def _finished_or_live(self, game_id: str) -> GameRoom:
-        room = self.server.rooms.get(game_id) or self.server.finished.get(game_id)
+    async def _finished_or_live(self, game_id: str) -> GameRoom:
+        room = self.server.rooms.get(game_id) or await self.server.finished_room(game_id)
         if room is None:
-            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id} in progress", game_id)
+            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
         return room
 
     async def on_chat(self, m: p.Chat) -> p.ServerMessage:
