@@ -26,11 +26,11 @@ from websockets.asyncio.client import ClientConnection
 
 import engine
 import protocol as p
-from clients.connection import Connection, ServerError
+from clients.connection import Connection, Disconnected, ServerError
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 10.0  # seconds any single expected event or reply may take
-QUIET = 0.3  # seconds of silence that count as "nothing more came"
+QUIET = 0.2  # seconds of silence that count as "nothing more came"
 
 E = TypeVar("E")
 
@@ -80,8 +80,13 @@ class Player:
         events: list[Any] = []
         while True:
             try:
+                if not self.conn.events.empty():
+                    events.append(await self.conn.next_event())
+                    continue
+                if quiet <= 0:
+                    return events
                 events.append(await self.conn.next_event(quiet))
-            except TimeoutError:
+            except (TimeoutError, Disconnected):
                 return events
 
     async def close(self) -> None:

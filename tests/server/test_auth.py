@@ -95,8 +95,6 @@ async def test_bot_tokens_from_the_admin_cli(database: TestDatabase, clients: Cl
     with pytest.raises(ServerError) as info:
         await conn.call(p.AuthToken, token="not-a-token")
     assert info.value.code == "invalid_credentials"
-    again = await run_cli("admin", "revoke-token", token_id, "--db", database.url)
-    assert again.returncode == 1
 
 
 async def test_browser_origins_are_refused_unless_allowed(serve: Serve) -> None:

@@ -7,6 +7,7 @@ import random
 
 import protocol as p
 
+from .conftest import Serve
 from .support import Clients, Game, Player, start_game
 
 
@@ -95,3 +96,31 @@ async def test_moves_after_the_end(clients: Clients) -> None:
     error = await c.refused(p.Move, game_id=game.game_id, ply=game.ply, move="Ba1")
     assert error.code == "forbidden"
     assert await game.record(c) == record
+
+
+async def test_finished_games_refuse_moves_after_a_restart(serve: Serve) -> None:
+    async with serve() as live:
+        a, b = await live.clients.guest(), await live.clients.guest()
+        c = await live.clients.guest()
+        game = await start_game(a, b, "yodd", {"size": 3})
+        rng = random.Random(8)
+        while not game.state.is_over:
+            last = await game.play(rng=rng)
+        final = game.state.moves[-1]
+        record = await game.record()
+    async with serve() as live:  # a restart: finished games are only in the database
+        a = await live.clients.with_token(a.token)
+        b = await live.clients.with_token(b.token)
+        c = await live.clients.with_token(c.token)
+        assert a.authed.active_games == b.authed.active_games == ()
+        mover = (a, b)[last.ply % 2]
+        again = await mover.call(p.Move, game_id=game.game_id, ply=last.ply, move=final)
+        assert (again.ply, again.seq) == (last.ply, last.seq)
+        for who in (a, b):
+            error = await who.refused(p.Move, game_id=game.game_id, ply=game.ply, move="Ba1")
+            assert (error.code, error.game_id) == ("game_over", game.game_id)
+            for kind in (p.Resign, p.Abort, p.ClaimWin):
+                assert (await who.refused(kind, game_id=game.game_id)).code == "game_over"
+        error = await c.refused(p.Move, game_id=game.game_id, ply=game.ply, move="Ba1")
+        assert error.code == "forbidden"
+        assert await game.record(c) == record
