@@ -1,0 +1,397 @@
+"""The bot SDK against a real server subprocess: bots play whole games of every game via
+challenges and seeks, the policy declines what it should, a server crash mid-game is
+survived, the engine bridge plays through the SDK, and ``tessera bot`` stops on signals.
+Plus the text forms (clocks, seeks, game rules) and time budgets, without a server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import engine
+import protocol as p
+from clients.bots.base import Bot, TimeBudget
+from clients.bots.random_bot import RandomBot
+from clients.connection import Connection, ServerError
+from clients.sdk import BotRunner, GameResult, Policy, Resign, parse_clock, parse_seek
+from clients.sdk.specs import (
+    budget_for,
+    format_clock,
+    format_game_rules,
+    parse_duration_ms,
+    parse_game_rules,
+)
+from tests.clients.sdk_fixtures import ServerProcess, client, server_proc, until
+
+__all__ = ["server_proc"]  # the fixture, imported for pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_ENGINE = ROOT / "examples" / "random_engine.py"
+SMALL: dict[str, dict[str, Any]] = {"xodd": {"size": 5}, "yodd": {"size": 4}, "hadron": {"size": 5},
+         "hexifact": {"board": "hex4"}}
+CLOCK = p.PerMove(per_move_ms=10_000)
+
+
+class SlowBot(RandomBot):
+    """A random bot that takes ``delay`` seconds per move: games last long enough to
+    interrupt."""
+
+    name = "slow-random"
+
+    def __init__(self, seed: int | None = None, delay: float = 0.03) -> None:
+        super().__init__(seed)
+        self.delay = delay
+
+    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
+        time.sleep(self.delay)
+        return super().choose_move(state, budget)
+
+
+class IllegalBot(Bot):
+    name = "illegal"
+
+    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
+        return "z99"
+
+
+class CrashingBot(Bot):
+    name = "crashing"
+
+    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
+        raise RuntimeError("boom")
+
+
+class ResigningBot(Bot):
+    name = "resigning"
+
+    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
+        raise Resign("no hope")
+
+
+def make_runner(server: ServerProcess, name: str, bot: Bot | None = None,
+                **kw: object) -> BotRunner:
+    return BotRunner(bot or RandomBot(seed=len(name)), url=server.url,
+                     token=server.tokens[name], backoff_s=(0.1, 0.5), **kw)  # type: ignore
+
+
+@contextlib.asynccontextmanager
+async def running(*runners: BotRunner) -> AsyncIterator[list[asyncio.Task[None]]]:
+    """Run the runners for the block; then stop them and wait until they have ended."""
+    tasks = [asyncio.create_task(r.run()) for r in runners]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(r.ready.wait() for r in runners)), 15)
+        yield tasks
+    finally:
+        for r in runners:
+            r.stop(resign=True)
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 15)
+
+
+async def until_ply(runner: BotRunner, game_id: str, plies: int) -> None:
+    """Wait until ``runner`` has seen ``plies`` moves of its game ``game_id``."""
+    def reached() -> bool:
+        game = runner.games.get(game_id)
+        return game is not None and game.state is not None and game.state.ply >= plies
+
+    await until(reached, what=f"{plies} plies")
+
+
+async def stored(server: ServerProcess, game_id: str) -> p.Record:
+    conn = await client(server)
+    try:
+        reply = await conn.call(p.GetGame, game_id=game_id)
+    finally:
+        await conn.close()
+    assert isinstance(reply, p.GameRecord)
+    return reply.record
+
+
+async def check_stored(server: ServerProcess, result: GameResult) -> None:
+    """The server's record is the game the runner saw, and the rules agree on the winner."""
+    record = await stored(server, result.game_id)
+    assert record.status == "over"
+    assert tuple(m.move for m in record.moves) == result.moves
+    assert record.result is not None
+    assert (record.result.winner, record.result.reason) == (result.winner, result.reason)
+    if result.reason == "normal":
+        final = engine.replay(result.game, result.options, result.moves)
+        assert final.is_over and final.winner == result.winner
+
+
+# -- whole games ----------------------------------------------------------------------------------
+async def test_challenged_games_of_every_game_are_played_to_the_end(
+        server_proc: ServerProcess) -> None:
+    alpha = make_runner(server_proc, "alpha", policy=Policy(max_games=4))
+    beta = make_runner(server_proc, "beta", policy=Policy(max_games=4, accept_from=frozenset(
+        {"alpha"})))
+    async with running(alpha, beta):
+        ids = await asyncio.gather(*(
+            alpha.challenge("beta", game, options, CLOCK, color=i % 2)
+            for i, (game, options) in enumerate(SMALL.items())))
+        seen = await asyncio.wait_for(asyncio.gather(*(alpha.result(g) for g in ids)), 60)
+        theirs = await asyncio.gather(*(beta.result(g) for g in ids))
+    for i, (mine, other) in enumerate(zip(seen, theirs, strict=True)):
+        assert mine.seat == i % 2 and other.seat == 1 - i % 2  # color = the challenger's seat
+        assert mine.game == list(SMALL)[i] and mine.clock == CLOCK
+        assert (mine.winner, mine.reason, mine.moves) == (other.winner, other.reason,
+                                                          other.moves)
+        assert mine.reason == "normal" and mine.opponent == "beta"
+        await check_stored(server_proc, mine)
+
+
+async def test_seeks_of_every_game_pair_up_and_the_runners_stop_after_n_games(
+        server_proc: ServerProcess) -> None:
+    specs = (parse_seek("xodd size=5 per_move 10s"), parse_seek("yodd size=4 per_move 10s"),
+             parse_seek("hadron per_move 10s"), parse_seek("hexifact board=hex4 fischer 1m+1s"))
+    runners = [make_runner(server_proc, name, stop_after=4,
+                           policy=Policy(max_games=4, accept_from=frozenset(), seeks=specs))
+               for name in ("alpha", "beta")]
+    await asyncio.wait_for(asyncio.gather(*(r.run() for r in runners)), 60)
+    for runner in runners:  # run() returned by itself: stop_after, then games finished
+        assert len(runner.results) >= 4
+        assert {r.game for r in runner.results} == set(SMALL)
+        for r in runner.results:
+            assert any(s.matches(r.game, r.options, r.clock) for s in specs)
+            assert r.reason == "normal"
+    await check_stored(server_proc, runners[0].results[0])
+    conn = await client(server_proc)  # the seeks were withdrawn or went with the connection
+    try:
+        lobby = await conn.call(p.LobbySubscribe)
+        assert isinstance(lobby, p.Lobby)
+        assert not [s for s in lobby.seeks if s.user.name in ("alpha", "beta")]
+    finally:
+        await conn.close()
+
+
+# -- the policy ------------------------------------------------------------------------------------
+async def test_the_policy_declines_games_clocks_senders_and_a_busy_bot(
+        server_proc: ServerProcess) -> None:
+    policy = Policy(games=parse_game_rules("hadron:size=5..7"),
+                    time_controls=frozenset({"per_move"}), max_games=1,
+                    accept_from=frozenset({"delta", "beta"}))
+    gamma = make_runner(server_proc, "gamma", SlowBot(seed=1, delay=0.2), policy=policy)
+    delta, alpha = await client(server_proc, "delta"), await client(server_proc, "alpha")
+
+    started: list[p.GameStarted] = []
+
+    async def offer(conn: Connection, game: str, options: dict[str, object],
+                    clock: p.Clock) -> str:
+        """Challenge gamma; its answer (a game_started seen on the way is kept)."""
+        created = await conn.call(p.Challenge, to="gamma", game=game, options=options,
+                                  clock=clock)
+        assert isinstance(created, p.ChallengeCreated)
+        while True:
+            event = await conn.next_event(10)
+            if isinstance(event, p.GameStarted):
+                started.append(event)
+            if isinstance(event, p.ChallengeEnded) and (
+                    event.challenge_id == created.challenge_id):
+                return event.reason
+
+    try:
+        async with running(gamma):
+            assert await offer(delta, "xodd", {}, CLOCK) == "declined"  # game
+            assert await offer(delta, "hadron", {"size": 9}, CLOCK) == "declined"  # option
+            assert await offer(delta, "hadron", {"size": 5}, p.Fischer(
+                base_ms=60_000, increment_ms=0)) == "declined"  # time control
+            assert await offer(alpha, "hadron", {"size": 5}, CLOCK) == "declined"  # sender
+            assert await offer(delta, "hadron", {"size": 6}, CLOCK) == "accepted"
+            assert await offer(delta, "hadron", {"size": 7}, CLOCK) == "declined"  # busy
+            (game,) = started
+            await delta.call(p.Resign, game_id=game.game_id)
+            result = await asyncio.wait_for(gamma.result(game.game_id), 10)
+            assert result.won and result.reason == "resign"
+    finally:
+        await delta.close()
+        await alpha.close()
+
+
+@pytest.mark.parametrize("bot", [IllegalBot(), CrashingBot(), ResigningBot()],
+                         ids=lambda b: b.name)
+async def test_a_bot_that_plays_illegally_raises_or_resigns_loses_by_resignation(
+        server_proc: ServerProcess, bot: Bot) -> None:
+    faulty = make_runner(server_proc, "alpha", bot)
+    beta = make_runner(server_proc, "beta")
+    async with running(faulty, beta):
+        game_id = await faulty.challenge("beta", "hadron", {}, CLOCK, color=0)
+        result = await asyncio.wait_for(faulty.result(game_id), 10)
+    assert (result.won, result.reason, result.moves) == (False, "resign", ())
+
+
+# -- surviving a crash ----------------------------------------------------------------------------
+async def test_runners_reconnect_after_a_server_crash_and_finish_the_game(
+        server_proc: ServerProcess) -> None:
+    alpha = make_runner(server_proc, "alpha", SlowBot(seed=2))
+    beta = make_runner(server_proc, "beta", SlowBot(seed=3))
+    try:
+        async with running(alpha, beta):
+            game_id = await alpha.challenge("beta", "xodd", {"size": 9}, CLOCK, color=0)
+            await until_ply(alpha, game_id, 8)
+            server_proc.kill()
+            await asyncio.sleep(0.3)
+            server_proc.start()
+            results = await asyncio.wait_for(asyncio.gather(
+                alpha.result(game_id), beta.result(game_id)), 40)
+    finally:
+        if server_proc.proc is None:
+            server_proc.start()
+    assert alpha.reconnects >= 1 and beta.reconnects >= 1
+    mine, theirs = results
+    assert mine.reason == "normal" and len(mine.moves) > 8
+    assert (mine.winner, mine.moves) == (theirs.winner, theirs.moves)
+    await check_stored(server_proc, mine)
+
+
+# -- the command line: the bridge and signals ------------------------------------------------------
+def tessera(*args: str, log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "clients.cli", *args], cwd=ROOT,
+                                stdout=out, stderr=subprocess.STDOUT)
+
+
+async def exited(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> int:
+    await until(lambda: proc.poll() is not None, timeout, "the process to exit")
+    return proc.returncode
+
+
+async def challenge_when_online(runner: BotRunner, to: str, game: str,
+                                color: int = 0) -> str:
+    """Challenge ``to`` as soon as it has logged in (not_found until then)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return await runner.challenge(to, game, SMALL[game], CLOCK, color=color)
+        except ServerError as e:
+            if e.code != p.ErrorCode.NOT_FOUND or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+async def test_the_bridge_plays_the_example_engine_through_the_server(
+        server_proc: ServerProcess, tmp_path: Path) -> None:
+    log = tmp_path / "bridge.log"
+    bridge = tessera("bridge", "--server", server_proc.url, "--token",
+                     server_proc.tokens["delta"], "--stop-after", "1", "--", sys.executable,
+                     str(EXAMPLE_ENGINE), "--seed", "5", log=log)
+    try:
+        alpha = make_runner(server_proc, "alpha")
+        async with running(alpha):
+            game_id = await challenge_when_online(alpha, "delta", "xodd", color=1)
+            result = await asyncio.wait_for(alpha.result(game_id), 30)
+        assert await exited(bridge) == 0, log.read_text()
+    finally:
+        bridge.kill()
+    assert result.reason == "normal" and result.opponent == "delta"
+    await check_stored(server_proc, result)
+    text = log.read_text()
+    assert "random-engine is ready" in text and "stopped after 1 games" in text
+
+
+async def test_bot_command_finishes_its_game_on_sigint_and_resigns_on_a_second(
+        server_proc: ServerProcess, tmp_path: Path) -> None:
+    results = []
+    for signals in (1, 2):
+        log = tmp_path / f"bot{signals}.log"
+        proc = tessera("bot", "--bot", "random", "--server", server_proc.url, "--token",
+                       server_proc.tokens["gamma"], "--games", "hadron", log=log)
+        try:
+            slow = make_runner(server_proc, "alpha", SlowBot(seed=4, delay=0.15))
+            async with running(slow):
+                game_id = await challenge_when_online(slow, "gamma", "hadron")
+                await until_ply(slow, game_id, 2)
+                for _ in range(signals):
+                    proc.send_signal(signal.SIGINT)
+                    await asyncio.sleep(0.05)
+                results.append(await asyncio.wait_for(slow.result(game_id), 20))
+            assert await exited(proc) == 0, log.read_text()
+        finally:
+            proc.kill()
+    finished, resigned = results
+    assert finished.reason == "normal"
+    assert resigned.reason == "resign" and resigned.won
+
+
+async def test_bot_command_refuses_a_bad_token_and_bad_options(
+        server_proc: ServerProcess, tmp_path: Path) -> None:
+    log = tmp_path / "bad.log"
+    proc = tessera("bot", "--bot", "random", "--server", server_proc.url, "--token", "nope",
+                   log=log)
+    assert await exited(proc) == 1
+    assert "refused the token" in log.read_text()
+    env = {k: v for k, v in os.environ.items() if k != "TESSERA_BOT_TOKEN"}
+    for bad in (["--games", "chess"], ["--seek", "hadron per_move 5"], [], ["--token", "t",
+                                                                            "--max-games", "0"]):
+        done = subprocess.run([sys.executable, "-m", "clients.cli", "bot", "--bot", "random",
+                               *bad], cwd=ROOT, capture_output=True, text=True, env=env)
+        assert done.returncode == 2, (bad, done.stderr)
+
+
+# -- text forms and budgets (no server) ------------------------------------------------------------
+@pytest.mark.parametrize("text", ["unlimited", "per_move 2s", "per_move 1.5s",
+                                  "fischer 5m+3s", "fischer 90s+0s", "correspondence 3d",
+                                  "per_move 1250ms"])
+def test_clocks_round_trip_through_text(text: str) -> None:
+    assert format_clock(parse_clock(text)) == text
+    assert parse_clock(format_clock(parse_clock(text))) == parse_clock(text)
+
+
+def test_clock_and_seek_text_is_forgiving_and_errors_are_clear() -> None:
+    assert parse_clock("Fischer 300 3") == p.Fischer(base_ms=300_000, increment_ms=3000)
+    assert parse_clock("per-move 1500ms") == p.PerMove(per_move_ms=1500)
+    assert parse_duration_ms("2m") == 120_000 and parse_duration_ms(".5") == 500
+    for bad in ("per_move", "fischer", "sudden 5m", "per_move 10ms", "correspondence 99"):
+        with pytest.raises(ValueError):
+            parse_clock(bad)
+    seek = parse_seek("hexifact board=hex5 fischer 1m+1s")
+    assert seek.options == {"board": "hex5", "jumps": "after-placing"}
+    assert parse_seek(str(seek)) == seek
+    for bad in ("hadron size=5", "chess per_move 2s", "hadron size=99 per_move 2s", ""):
+        with pytest.raises(ValueError):
+            parse_seek(bad)
+
+
+def test_game_rules_constrain_options_and_the_policy_explains_refusals() -> None:
+    rules = parse_game_rules("hadron:size=5..7|9,hexifact:board=hex4|HEX5,yodd")
+    assert rules is not None and format_game_rules(parse_game_rules(
+        format_game_rules(rules))) == format_game_rules(rules)
+    assert parse_game_rules("all") is None
+    for bad in ("chess", "hadron:colour=red", "hadron:size", "hadron:size=a..b", ""):
+        with pytest.raises(ValueError):
+            parse_game_rules(bad)
+    policy = Policy(games=rules, time_controls=frozenset({"per_move"}), min_think_s=0.9,
+                    accept_from=frozenset({"ann"}))
+    ok = p.PerMove(per_move_ms=2000)
+    assert policy.refusal("Ann", "hadron", {"size": 9}, ok) is None
+    assert policy.refusal("Ann", "hexifact", {"board": "hex5"}, ok) is None
+    assert policy.refusal("Ann", "yodd", {"size": 13}, ok) is None
+    assert "size=8" in (policy.refusal("ann", "hadron", {"size": 8}, ok) or "")
+    assert "xodd" in (policy.refusal("ann", "xodd", {"size": 9}, ok) or "")
+    assert "bob" in (policy.refusal("bob", "hadron", {"size": 5}, ok) or "")
+    assert "unlimited" in (policy.refusal("ann", "hadron", {"size": 5}, p.Unlimited()) or "")
+    assert "per move" in (policy.refusal("ann", "hadron", {"size": 5},
+                                         p.PerMove(per_move_ms=1000)) or "")
+    with pytest.raises(ValueError):
+        Policy(max_games=0)
+
+
+def test_budgets_follow_the_clock_and_the_move_time_cap() -> None:
+    fischer = p.Fischer(base_ms=60_000, increment_ms=2000)
+    assert budget_for(fischer, 30_000) == TimeBudget(remaining_ms=30_000, increment_ms=2000)
+    assert budget_for(fischer, None) == TimeBudget(remaining_ms=60_000, increment_ms=2000)
+    assert budget_for(fischer, -5) == TimeBudget(remaining_ms=0, increment_ms=2000)
+    per_move = p.PerMove(per_move_ms=5000)
+    assert budget_for(per_move, 4200) == TimeBudget(remaining_ms=None, per_move_ms=4200)
+    assert budget_for(per_move, 4200, 200) == TimeBudget(remaining_ms=None, per_move_ms=200)
+    assert budget_for(fischer, 30_000, 200).per_move_ms == 200
+    assert budget_for(p.Unlimited(), None) == TimeBudget(remaining_ms=None)
+    assert budget_for(p.Correspondence(days_per_move=2), 10**8) == TimeBudget(None)
