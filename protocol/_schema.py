@@ -26,7 +26,7 @@ import dataclasses
 import re
 import types
 import typing
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union, cast
 
 from protocol.errors import InvalidMessage
 from protocol.limits import MAX_DEPTH
@@ -274,6 +274,35 @@ class TupleConverter(Converter):
         return [self.item.dump(v) for v in value]
 
 
+class FixedTupleConverter(Converter):
+    """``tuple[X, Y]``: an array of exactly that many items."""
+
+    def __init__(self, items: list[Converter]) -> None:
+        self.items = items
+        self.expected = f"array of {len(items)} items"
+
+    def _convert(self, value: object, path: str, load: bool) -> tuple[Any, ...]:
+        kinds: tuple[type, ...] = (list,) if load else (list, tuple)
+        if not isinstance(value, kinds):
+            fail(path, self.expected, value)
+        value = cast(list[object], value)
+        if len(value) != len(self.items):
+            fail(path, self.expected, value)
+        return tuple(
+            (conv.load if load else conv.check)(v, f"{path}[{i}]")
+            for i, (conv, v) in enumerate(zip(self.items, value, strict=True))
+        )
+
+    def check(self, value: object, path: str) -> tuple[Any, ...]:
+        return self._convert(value, path, load=False)
+
+    def load(self, value: object, path: str) -> tuple[Any, ...]:
+        return self._convert(value, path, load=True)
+
+    def dump(self, value: Any) -> list[Any]:
+        return [conv.dump(v) for conv, v in zip(self.items, value, strict=True)]
+
+
 class DictConverter(Converter):
     """``dict[str, X]`` or ``Mapping[str, X]`` with an :class:`Items` bound: a dict in
     Python (any mapping is copied into one when a message is built), keys sorted on the
@@ -487,6 +516,8 @@ def compile_type(tp: Any) -> Converter:
         if all(_is_struct(m) for m in members):
             return union_converter(tuple(members))
         return ScalarUnionConverter([compile_type(m) for m in members])
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        return FixedTupleConverter([compile_type(a) for a in args])
     if _is_struct(tp):
         return LazyStructConverter(tp)
     raise TypeError(f"unsupported field annotation (bounds missing?): {tp!r}")

@@ -81,6 +81,7 @@ ACCEPTED_IN: dict[type[Message], frozenset[Phase]] = {
     Unwatch: _GREETED_OR_LATER,
     ListGames: _GREETED_OR_LATER,
     GetGame: _GREETED_OR_LATER,
+    Resume: _GREETED_OR_LATER,
     Seek: _AUTHENTICATED,
     CancelSeek: _AUTHENTICATED,
     AcceptSeek: _AUTHENTICATED,
@@ -93,7 +94,6 @@ ACCEPTED_IN: dict[type[Message], frozenset[Phase]] = {
     Abort: _AUTHENTICATED,
     ClaimWin: _AUTHENTICATED,
     Chat: _AUTHENTICATED,
-    Resume: _GREETED_OR_LATER,
 }
 """The phases in which each request is accepted."""
 

@@ -154,9 +154,9 @@ class PlayedMove(Struct):
     clock_ms: Millis | None = None
 
 
-Players = Annotated[Sequence[User], Items(2, 2)]
+Players = tuple[User, User]
 """Seat 0, then seat 1."""
-ClocksMs = Annotated[Sequence[Millis], Items(2, 2)]
+ClocksMs = tuple[Millis, Millis]
 """Time left for seat 0, then seat 1."""
 Moves = Annotated[Sequence[PlayedMove], Items(0, MAX_MOVES)]
 

@@ -55,6 +55,8 @@ def from_converter(conv: schema.Converter) -> st.SearchStrategy[Any]:
             min_size=conv.bound.min_len,
             max_size=min(conv.bound.max_len, 3),
         ).map(tuple)
+    if isinstance(conv, schema.FixedTupleConverter):
+        return st.tuples(*(from_converter(c) for c in conv.items))
     if isinstance(conv, schema.DictConverter):
         return st.dictionaries(
             from_converter(conv.key),

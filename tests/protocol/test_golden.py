@@ -89,6 +89,18 @@ def test_document_lists_every_error_code() -> None:
     assert listed == [code.value for code in p.ErrorCode]
 
 
+def test_document_phase_table_is_the_codes() -> None:
+    section = DOC[DOC.index("## 5. Connection phases") : DOC.index("## 6. Client messages")]
+    documented: dict[str, frozenset[str]] = {}
+    for row in section.splitlines():
+        if row.startswith("| `"):
+            _, requests, phases, _ = row.split("|")
+            accepted = frozenset(re.findall(r"connected|greeted|authenticated", phases))
+            for tag in re.findall(r"`([a-z_]+)`", requests):
+                documented[tag] = accepted
+    assert documented == {cls.TAG: frozenset(phases) for cls, phases in p.ACCEPTED_IN.items()}
+
+
 FLOW_LINE = re.compile(r"^    (?:\w+ +)?([CS]): (\{.*\})$", re.MULTILINE)
 
 
