@@ -9,9 +9,12 @@ import pytest
 
 import engine
 import protocol as p
+from clients.connection import ServerError
 
 from .conftest import Live
 from .support import Clients, Game, Player, assert_record_replays, start_game
+
+CLOCK = p.Fischer(base_ms=600_000, increment_ms=2_000)
 
 GAMES = [
     ("xodd", {"size": 5}),
@@ -25,7 +28,7 @@ GAMES = [
 async def test_a_whole_game_seen_alike_by_players_and_spectator(
         clients: Clients, key: str, options: dict[str, Any]) -> None:
     a, b = await clients.guest(), await clients.guest()
-    game = await start_game(a, b, key, options)
+    game = await start_game(a, b, key, options, clock=CLOCK)
     assert game.options == engine.get_game(key).normalize_options(options)  # defaults filled
     started = game.started.snapshot
     assert (started.status, started.ply, started.moves, started.seq) == ("waiting", 0, (), 1)
@@ -59,10 +62,13 @@ async def test_a_whole_game_seen_alike_by_players_and_spectator(
     assert record.players == started.players
     assert (record.game, record.options, record.clock) == (key, game.options, started.clock)
     assert [m.move for m in record.moves] == list(game.state.moves)
+    left = [CLOCK.base_ms, CLOCK.base_ms]
     for played, event in zip(record.moves, moved, strict=True):
         assert played.ms_used == event.ms_used >= 0
-        assert event.clocks_ms is not None
-        assert played.clock_ms == event.clocks_ms[played.by]
+        if played.ply >= 2:  # the clocks run once both have moved: Fischer arithmetic
+            left[played.by] += CLOCK.increment_ms - played.ms_used
+        assert played.clock_ms == left[played.by]
+        assert event.clocks_ms == (left[0], left[1])
     assert record.ended_ms is not None and record.ended_ms >= record.created_ms
 
     listing = await a.call(p.ListGames, player=a.name)
@@ -123,22 +129,20 @@ async def test_list_games_filters_and_pages(server: Live, clients: Clients) -> N
     assert await ids(game="yodd", status="over") == []
     assert await ids(status="playing") == [live.game_id]
 
-    pages, cursor = [], None
-    while True:
-        reply = await watcher.call(p.ListGames, status="over", limit=1, cursor=cursor)
-        pages.append([s.game_id for s in reply.games])
-        cursor = reply.next_cursor
-        if cursor is None:
-            break
-    assert pages == [[g3.game_id], [g2.game_id], [g1.game_id]]
+    async def pages(limit: int, **filters: Any) -> list[list[str]]:
+        found, cursor = [], None
+        while True:
+            reply = await watcher.call(p.ListGames, limit=limit, cursor=cursor, **filters)
+            found.append([s.game_id for s in reply.games])
+            cursor = reply.next_cursor
+            if cursor is None:
+                return found
 
-    error = await _refused(watcher, p.ListGames, cursor="not-a-cursor")
-    assert error.code == "bad_request"
-
-
-async def _refused(conn: Any, kind: type, **fields: Any) -> Any:
-    from clients.connection import ServerError
+    assert await pages(1, status="over") == [[g3.game_id], [g2.game_id], [g1.game_id]]
+    assert await pages(1) == [[live.game_id], [g3.game_id], [g2.game_id], [g1.game_id]]
+    assert await pages(2) == [[live.game_id, g3.game_id], [g2.game_id, g1.game_id]]
+    assert await pages(1, player=b.name, game="hadron") == [[g3.game_id]]
 
     with pytest.raises(ServerError) as info:
-        await conn.call(kind, **fields)
-    return info.value
+        await watcher.call(p.ListGames, cursor="not-a-cursor")
+    assert info.value.code == "bad_request"

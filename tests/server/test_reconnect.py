@@ -105,3 +105,37 @@ async def test_after_login_nothing_is_attached_until_resume(clients: Clients) ->
     assert [type(e) for e in [conn.events.get_nowait() for _ in range(3)]] == [
         p.OpponentLeft, p.Moved, p.OpponentBack]
     assert conn.events.empty()
+
+
+async def test_a_player_leaves_with_their_last_connection(clients: Clients) -> None:
+    a, b = await clients.guest(), await clients.guest()
+    game = await start_game(a, b, "hadron")
+    await game.play("a1")
+    await game.play("e5")
+    await a.drain(0.05)
+
+    second = await clients.with_token(b.token)  # b on two connections
+    reply = await second.call(p.Resume, game_id=game.game_id, since_seq=3)
+    assert reply == p.Ok(id=reply.id)
+    await b.close()
+    assert await a.drain(0.2) == []  # b is still there
+    await game.play("c3")
+    assert [type(e) for e in await second.drain(0.1)] == [p.Moved]
+    await a.drain(0.05)
+
+    await second.close()
+    left = await a.conn.next_event(5)
+    assert left == p.OpponentLeft(game_id=game.game_id, seq=5, player=1,
+                                  claim_after_ms=GRACE_MS)
+
+    await a.call(p.Logout)  # a's games go on without a: b hears a left
+    third = await clients.with_token(b.token)
+    await third.call(p.Resume, game_id=game.game_id, since_seq=4)
+    events = await third.drain(0.2)
+    assert events == [left,
+                      p.OpponentLeft(game_id=game.game_id, seq=6, player=0,
+                                     claim_after_ms=GRACE_MS),
+                      p.OpponentBack(game_id=game.game_id, seq=7, player=1)]
+    error = await third.refused(p.ClaimWin, game_id=game.game_id)
+    assert error.code == "conflict"  # a left only now: the grace period runs
+    assert a.conn.events.empty()  # a logged out: no longer attached
