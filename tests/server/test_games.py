@@ -146,3 +146,24 @@ async def test_list_games_filters_and_pages(server: Live, clients: Clients) -> N
     with pytest.raises(ServerError) as info:
         await watcher.call(p.ListGames, cursor="not-a-cursor")
     assert info.value.code == "bad_request"
+
+
+async def test_unwatch_and_unknown_games(clients: Clients) -> None:
+    a, b = await clients.guest(), await clients.guest()
+    game = await start_game(a, b, "hadron")
+    spectator = await clients.spectator()
+    await game.watch(spectator)
+    await game.play("a1")
+    assert isinstance(await spectator.next_event(5), p.Moved)
+    await spectator.call(p.Unwatch, game_id=game.game_id)
+    await spectator.call(p.Unwatch, game_id=game.game_id)  # not watching: ok all the same
+    await game.play("e5")
+    await b.call(p.Unwatch, game_id=game.game_id)  # a player stays attached to their game
+    await game.play("c3")
+    assert [e.ply for e in await b.drain(0.1)] == [0, 1, 2]
+    assert spectator.events.empty()
+
+    for kind in (p.Watch, p.GetGame):
+        with pytest.raises(ServerError) as info:
+            await spectator.call(kind, game_id="nosuchgame")
+        assert (info.value.code, info.value.game_id) == ("not_found", "nosuchgame")
