@@ -127,15 +127,12 @@ class Session:
 
     # -- dispatch -------------------------------------------------------------------------------
     async def handle(self, frame: str | bytes) -> None:
+        # Every frame spends a token, but the refusal waits for the decode so that it can
+        # carry the request's id: every request gets exactly one reply.
         wait = self.bucket.take()
         account = self.server.account_bucket(self.user.id) if self.user else None
         if not wait and account is not None:
             wait = account.take()
-        if wait:
-            self.reply_error(p.ProtocolError(
-                "too many requests; slow down", code=p.ErrorCode.RATE_LIMITED,
-                retry_after_ms=int(wait * 1000) + 1))
-            return
         if isinstance(frame, str):
             self.reply_error(p.BadRequest("text frames are not accepted; send binary msgpack"))
             return
@@ -148,6 +145,11 @@ class Session:
                 self.close(exc.close_code, exc.message[:100])
             elif self.bad_frames > MAX_BAD_FRAMES:
                 self.close(p.CLOSE_POLICY_VIOLATION, "too many bad frames")
+            return
+        if wait:
+            self.reply_error(p.ProtocolError(
+                "too many requests; slow down", code=p.ErrorCode.RATE_LIMITED,
+                retry_after_ms=int(wait * 1000) + 1), request.id)
             return
         self.bad_frames = 0
         try:
