@@ -46,7 +46,7 @@ import websockets
 import engine
 import protocol as p
 from clients.bots.base import Bot, TimeBudget
-from clients.bridge import BridgeResign
+from clients.bridge import BridgeResign, EngineBot
 from clients.connection import DEFAULT_URL, Connection, Disconnected, ServerError
 
 from .policy import Policy
@@ -84,11 +84,9 @@ async def wait_event(event: asyncio.Event, timeout: float) -> None:
 
 
 class _Throttle:
-    """A client-side token bucket that keeps requests under the server's advertised rate.
-
-    The server answers a request over its rate limit with an ``error`` that carries no
-    ``id``, so the request would never get its reply: better never to send it.
-    """
+    """A client-side token bucket that keeps requests under the server's advertised rate,
+    so that they are not refused with ``rate_limited`` in the first place (a bot that
+    moves at once in several games would otherwise hit the limit all the time)."""
 
     def __init__(self, rate: float = 10.0, burst: float = 10.0) -> None:
         self.rate = rate
@@ -656,7 +654,11 @@ class GameSession:
             if self.bot is not None:
                 try:
                     winner = self.result.winner if self.result else None
-                    await asyncio.to_thread(self.bot.game_over, winner)
+                    if isinstance(self.bot, EngineBot):  # engines are told why, too
+                        reason = self.result.reason if self.result else None
+                        await asyncio.to_thread(self.bot.game_over, winner, reason)
+                    else:
+                        await asyncio.to_thread(self.bot.game_over, winner)
                 except Exception:
                     log.exception("%s: the bot's game_over failed", self.game_id)
                 self.runner._give_back(self.bot)
