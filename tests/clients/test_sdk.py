@@ -37,6 +37,7 @@ __all__ = ["server_proc"]  # the fixture, imported for pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_ENGINE = ROOT / "examples" / "random_engine.py"
+EXAMPLE_BOT = ROOT / "examples" / "my_bot.py"
 SMALL: dict[str, dict[str, Any]] = {"xodd": {"size": 5}, "yodd": {"size": 4}, "hadron": {"size": 5},
          "hexifact": {"board": "hex4"}}
 CLOCK = p.PerMove(per_move_ms=10_000)
@@ -295,6 +296,28 @@ async def test_the_bridge_plays_the_example_engine_through_the_server(
     await check_stored(server_proc, result)
     text = log.read_text()
     assert "random-engine is ready" in text and "stopped after 1 games" in text
+
+
+async def test_the_example_bot_file_runs_itself_and_plays_a_game(
+        server_proc: ServerProcess, tmp_path: Path) -> None:
+    log = tmp_path / "my_bot.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(EXAMPLE_BOT), "--server", server_proc.url, "--stop-after",
+             "1"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "TESSERA_BOT_TOKEN": server_proc.tokens["delta"]})
+    try:
+        alpha = make_runner(server_proc, "alpha")
+        async with running(alpha):
+            game_id = await challenge_when_online(alpha, "delta", "hadron")
+            result = await asyncio.wait_for(alpha.result(game_id), 30)
+        assert await exited(proc) == 0, log.read_text()
+    finally:
+        proc.kill()
+    assert result.reason == "normal"
+    text = log.read_text()
+    assert "my-bot: a game of hadron {'size': 5}" in text
+    assert f"my-bot: game over, winner {result.winner}" in text
 
 
 async def test_bot_command_finishes_its_game_on_sigint_and_resigns_on_a_second(
