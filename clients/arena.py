@@ -49,15 +49,17 @@ import protocol as p
 from clients.bots import BOTS, Bot, make_bot
 from clients.bots.match import elo_difference, wilson_interval
 from clients.bridge import EngineBot
+from clients.connection import Disconnected, ServerError
 from clients.sdk.cli import load_bot_class
 from clients.sdk.policy import Policy
-from clients.sdk.runner import BotRunner, ChallengeDeclined, GameResult
+from clients.sdk.runner import BotRunner, ChallengeDeclined, FatalError, GameResult
 from clients.sdk.specs import GameSpec, format_clock, parse_clock, parse_game_spec
 
 log = logging.getLogger("clients.arena")
 
 ALL_CLOCKS = frozenset({"fischer", "per_move", "correspondence", "unlimited"})
 READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
 CHALLENGE_RETRIES = 50  # a challenge declined because the opponent is still finishing a game
 _LABEL = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,15})=(.+)")
 
@@ -237,6 +239,9 @@ class Arena:
         finally:
             for r in runners:
                 r.stop(resign=True)
+            _, pending = await asyncio.wait(tasks, timeout=STOP_TIMEOUT_S)
+            for task in pending:  # e.g. the server is gone and nothing can be resigned
+                task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
     @staticmethod
@@ -331,7 +336,8 @@ def table(arena: Arena) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
              for r in [HEADER, *rows]]
     reasons = Counter(g.result.reason for g in arena.results)
-    lines.append("ended by: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
+    lines.append("ended by: " + (", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
+                                 or "no game finished"))
     plies = [len(g.result.moves) for g in arena.results]
     if plies:
         lines.append(f"plies per game: {sum(plies) / len(plies):.1f} on average")
@@ -431,8 +437,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(arena.run(url, tokens, progress))
         except KeyboardInterrupt:
             print("interrupted: results so far", file=sys.stderr)
-        except RuntimeError as e:
-            print(f"arena: {e}", file=sys.stderr)
+        except (RuntimeError, FatalError, ServerError, Disconnected) as e:
+            print(f"arena: {e}; results so far:", file=sys.stderr)
+            print(table(arena))
             return 1
         print(table(arena))
         print(f"{len(arena.results)} games in {time.monotonic() - started:.0f} s")
