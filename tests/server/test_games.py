@@ -128,6 +128,8 @@ async def test_list_games_filters_and_pages(server: Live, clients: Clients) -> N
     assert await ids(player="nobody") == []
     assert await ids(game="yodd", status="over") == []
     assert await ids(status="playing") == [live.game_id]
+    [summary] = (await watcher.call(p.ListGames, status="playing")).games
+    assert (summary.status, summary.ply, summary.result) == ("waiting", 1, None)
 
     async def pages(limit: int, **filters: Any) -> list[list[str]]:
         found, cursor = [], None

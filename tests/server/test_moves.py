@@ -52,6 +52,7 @@ async def test_refused_moves_change_nothing(clients: Clients) -> None:
 
     ack = await game.play("e5")  # and the game goes on
     assert ack.seq == 4
+    assert a.conn.events.get_nowait().seq == 4  # moved came before move_ack
 
 
 async def test_a_resent_move_is_acknowledged_again_and_played_once(clients: Clients) -> None:
