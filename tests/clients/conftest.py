@@ -26,6 +26,7 @@ import pytest
 import engine
 import protocol as p
 from clients.connection import Connection
+from tests.clients.sdk_fixtures import server_proc  # noqa: F401 (the SDK tests' server)
 
 T = TypeVar("T")
 SERVER_START_TIMEOUT_S = 30.0

@@ -4,8 +4,8 @@
 a temporary SQLite file, and creates the bot accounts :data:`BOT_NAMES` with
 ``python -m server admin create-bot`` (its ``tokens``). A test may :meth:`kill
 <ServerProcess.kill>` and :meth:`start <ServerProcess.start>` it again: same port, same
-database. Test modules import the fixture by name (``from tests.clients.sdk_fixtures
-import server_proc``); nothing here imports ``server``.
+database. ``tests/clients/conftest.py`` imports the fixture, so that every module shares
+the one server; nothing here imports ``server``.
 """
 
 from __future__ import annotations

@@ -24,9 +24,7 @@ from clients.arena import (
 )
 from clients.sdk.runner import GameResult
 from clients.sdk.specs import parse_game_spec
-from tests.clients.sdk_fixtures import ServerProcess, client, server_proc
-
-__all__ = ["server_proc"]  # the fixture, imported for pytest
+from tests.clients.sdk_fixtures import ServerProcess, client
 
 ROOT = Path(__file__).resolve().parents[2]
 

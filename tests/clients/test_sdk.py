@@ -31,9 +31,7 @@ from clients.sdk.specs import (
     parse_duration_ms,
     parse_game_rules,
 )
-from tests.clients.sdk_fixtures import ServerProcess, client, server_proc, until
-
-__all__ = ["server_proc"]  # the fixture, imported for pytest
+from tests.clients.sdk_fixtures import ServerProcess, client, until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_ENGINE = ROOT / "examples" / "random_engine.py"
@@ -150,17 +148,20 @@ async def test_challenged_games_of_every_game_are_played_to_the_end(
         await check_stored(server_proc, mine)
 
 
-async def test_seeks_of_every_game_pair_up_and_the_runners_stop_after_n_games(
+async def test_seeks_of_every_game_pair_up_while_game_slots_are_free(
         server_proc: ServerProcess) -> None:
     specs = (parse_seek("xodd size=5 per_move 10s"), parse_seek("yodd size=4 per_move 10s"),
              parse_seek("hadron per_move 10s"), parse_seek("hexifact board=hex4 fischer 1m+1s"))
-    runners = [make_runner(server_proc, name, stop_after=4,
-                           policy=Policy(max_games=4, accept_from=frozenset(), seeks=specs))
+    runners = [make_runner(server_proc, name,
+                           policy=Policy(max_games=2, accept_from=frozenset(), seeks=specs))
                for name in ("alpha", "beta")]
-    await asyncio.wait_for(asyncio.gather(*(r.run() for r in runners)), 60)
-    for runner in runners:  # run() returned by itself: stop_after, then games finished
-        assert len(runner.results) >= 4
-        assert {r.game for r in runner.results} == set(SMALL)
+    async with running(*runners):
+        await until(lambda: all({r.game for r in runner.results} == set(SMALL)
+                                for runner in runners), 40, "a game of each kind")
+        for runner in runners:
+            runner.stop()  # no more seeks; the games in progress are finished
+        await until(lambda: all(not r.active() for r in runners), 20, "the last games")
+    for runner in runners:
         for r in runner.results:
             assert any(s.matches(r.game, r.options, r.clock) for s in specs)
             assert r.reason == "normal"
