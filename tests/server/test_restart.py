@@ -15,7 +15,7 @@ from typing import Any
 import engine
 import protocol as p
 
-from .support import Clients, Player, ServerProcess, start_game
+from .support import TIMEOUT, Clients, Player, ServerProcess, start_game
 
 GRACE = ("--grace", "0.4")
 
@@ -57,6 +57,11 @@ class View:
         for event in await player.drain(quiet):
             self.take(event)
 
+    async def reach(self, player: Player, ply: int) -> None:
+        """Apply events until the game is at ``ply`` or over."""
+        while self.state.ply < ply and self.result is None:
+            self.take(await player.conn.next_event(TIMEOUT))
+
     @property
     def last_seq(self) -> int:
         return self.seqs.last(self.game_id)
@@ -86,15 +91,15 @@ async def play_to_the_end(players: list[Player], views: list[View], rng: random.
                                         move=move)
         acked[ack.ply] = move
         for player, view in zip(players, views, strict=True):
-            await view.catch_up(player, 0.02 if view is not views[mover] else 0)
-        assert views[0].state.ply == ack.ply + 1 or views[0].result is not None
+            await view.reach(player, ack.ply + 1)
+        if views[0].state.is_over:  # game_over follows the last moved
+            for player, view in zip(players, views, strict=True):
+                view.take(await player.wait_for(p.GameOver, game_id=view.game_id))
 
 
 async def finish_and_check(players: list[Player], views: list[View],
                            acked: dict[int, str]) -> None:
     await play_to_the_end(players, views, random.Random(9), acked)
-    for player, view in zip(players, views, strict=True):
-        await view.catch_up(player)
     record = (await players[0].call(p.GetGame, game_id=views[0].game_id)).record
     moves = [m.move for m in record.moves]
     assert moves == list(views[0].state.moves) == list(views[1].state.moves)
@@ -120,7 +125,7 @@ async def start_playing(proc: ServerProcess, open_clients: Callable[[str], Clien
         acked[game.ply] = move
         await game.play(move)
     for player, view in zip(game.players, views, strict=True):
-        await view.catch_up(player)
+        await view.reach(player, 4)
     assert views[0].state.ply == views[1].state.ply == 4
     return list(game.players), views, acked
 
@@ -153,7 +158,7 @@ async def test_sigkill_mid_game_loses_no_acknowledged_move(
     assert again.ply == request.ply
     acked[again.ply] = in_flight
     for player, view in zip(players, views, strict=True):
-        await view.catch_up(player)
+        await view.reach(player, request.ply + 1)
     assert views[0].state.ply == views[1].state.ply == request.ply + 1
     await finish_and_check(players, views, acked)
 
