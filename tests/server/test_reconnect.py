@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 import protocol as p
 
 from .conftest import GRACE_MS, Serve
@@ -139,3 +141,22 @@ async def test_a_player_leaves_with_their_last_connection(clients: Clients) -> N
     error = await third.refused(p.ClaimWin, game_id=game.game_id)
     assert error.code == "conflict"  # a left only now: the grace period runs
     assert a.conn.events.empty()  # a logged out: no longer attached
+
+
+@pytest.mark.xfail(strict=True, reason="storage cannot advance a game's stored seq without a "
+                   "move, chat line or end, so presence events' seqs are not durable and are "
+                   "reused after a restart (PROTOCOL.md 12)")
+async def test_seqs_never_repeat_after_a_restart(serve: Serve) -> None:
+    async with serve() as live:
+        a, b = await live.clients.guest(), await live.clients.guest()
+        game = await start_game(a, b, "hadron")
+        await game.play("a1")
+        await game.play("e5")
+        await b.close()
+        left = await a.wait_for(p.OpponentLeft)
+    async with serve() as live:
+        a = await live.clients.with_token(a.token)
+        await a.call(p.Resume, game_id=game.game_id, since_seq=left.seq)
+        game.players = (a, game.players[1])
+        ack = await game.play("c3")
+        assert ack.seq > left.seq
