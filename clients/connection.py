@@ -118,9 +118,13 @@ class Connection:
         self._waiting[message.id] = future
         try:
             await self.ws.send(p.encode(message))
-        except ConnectionClosed as exc:
+        except BaseException as exc:  # closed, or cancelled mid-send: no reply will be read
             self._waiting.pop(message.id, None)
-            raise Disconnected(str(exc)) from None
+            self.pending.resolve(p.Ok(id=message.id))
+            future.cancel()
+            if isinstance(exc, ConnectionClosed):
+                raise Disconnected(str(exc)) from None
+            raise
         return future
 
     async def call(self, kind: type[Any], **fields: Any) -> p.ServerMessage:
