@@ -8,10 +8,11 @@ import time
 import pytest
 
 import protocol as p
+from clients.connection import Connection
 from protocol.limits import MIN_CLOCK_MS
 
 from .conftest import GRACE_MS
-from .support import Clients, Game, Player, start_game
+from .support import TIMEOUT, Clients, Game, Player, start_game
 
 CLOCKS = {
     "per_move": p.PerMove(per_move_ms=MIN_CLOCK_MS),
@@ -19,11 +20,10 @@ CLOCKS = {
 }
 
 
-async def _over(game: Game, *watchers: Player | object) -> list[p.GameOver]:
-    return [await w.conn.wait_for(p.GameOver, 10, game_id=game.game_id)  # type: ignore
-            if isinstance(w, Player) else
-            await w.wait_for(p.GameOver, 10, game_id=game.game_id)  # type: ignore
-            for w in (*game.players, *watchers)]
+async def _over(game: Game, *spectators: Player | Connection) -> list[p.GameOver]:
+    """The game_over each player and spectator got."""
+    conns = [w.conn if isinstance(w, Player) else w for w in (*game.players, *spectators)]
+    return [await conn.wait_for(p.GameOver, TIMEOUT, game_id=game.game_id) for conn in conns]
 
 
 @pytest.mark.parametrize("kind", list(CLOCKS))
@@ -51,6 +51,8 @@ async def test_running_out_of_time_loses(clients: Clients, kind: str) -> None:
     assert error.code == "game_over"
     snapshot = await game.watch(spectator)
     assert snapshot.status == "over" and snapshot.result == record.result
+    for who in (a.conn, b.conn, spectator):  # nothing came after game_over
+        assert who.events.empty()
 
 
 async def test_resign(clients: Clients) -> None:
@@ -98,6 +100,8 @@ async def test_abort_only_while_waiting(clients: Clients) -> None:
     listed = await a.call(p.ListGames, player=a.name, status="over")
     assert [(s.game_id, s.result) for s in listed.games] == [
         (first.game_id, p.Result(reason="abort"))]
+    assert [(type(e), e.game_id) for e in await b.drain(0.1)] == [
+        (p.Moved, second.game_id)] * 3
 
 
 async def test_claim_win_after_the_opponent_left_for_the_grace_period(
