@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from .storage import default_database_url
 
 
-def default_data_dir() -> Path:
-    """``$TESSERA_DATA`` or ``./data``: where the SQLite file lives by default."""
-    return Path(os.environ.get("TESSERA_DATA", "data"))
-
-
-def default_db_url(data_dir: Path | None = None) -> str:
-    """``$TESSERA_DB`` or a SQLite file in the data directory."""
-    env = os.environ.get("TESSERA_DB")
-    if env:
-        return env
-    path = (data_dir or default_data_dir()) / "tessera.db"
-    return f"sqlite+aiosqlite:///{path}"
+def default_db_url() -> str:
+    """``$TESSERA_DB``, or ``tessera.db`` in the data directory (``$TESSERA_DATA`` or
+    ``./data``, created if missing)."""
+    return os.environ.get("TESSERA_DB") or default_database_url()
 
 
 @dataclass
