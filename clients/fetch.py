@@ -22,8 +22,9 @@ import msgpack
 from websockets.exceptions import WebSocketException
 
 import protocol as p
+from clients import records
 from clients.connection import DEFAULT_URL, Connection, Disconnected, ServerError
-from clients.records import MatchRecord, RecordMove
+from clients.records import MatchRecord
 
 DUMP_TIMEOUT_S = 120.0
 LIST_PAGE = 100
@@ -62,23 +63,8 @@ def iso_date(epoch_ms: int) -> str:
 
 
 def to_match_record(record: p.Record) -> MatchRecord:
-    """The match record of a stored game (the converter records.py does not have).
-
-    A game still in progress becomes ``unterminated``; timing per move is kept.
-    """
-    result = record.result
-    return MatchRecord(
-        game=record.game,
-        options=dict(record.options),
-        game_id=record.game_id,
-        players=(record.players[0].name, record.players[1].name),
-        player_kinds=(record.players[0].kind, record.players[1].kind),
-        date=iso_date(record.created_ms),
-        time_control=record.clock.to_wire(),
-        winner=result.winner if result is not None else None,
-        termination=result.reason if result is not None else "unterminated",
-        moves=tuple(RecordMove(m.ply, m.move, m.ms_used, m.clock_ms) for m in record.moves),
-    )
+    """The match record of a stored game; a game still in progress is ``unterminated``."""
+    return records.record_from_wire(record)
 
 
 # -- from a server -----------------------------------------------------------------------------

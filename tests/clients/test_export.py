@@ -106,7 +106,7 @@ def test_wire_record_converts_to_a_match_record() -> None:
             "ended_ms": 1767225640000}
     record = to_match_record(record_from_wire(wire))
     assert record.players == ("alice", "bot1") and record.player_kinds == ("human", "bot")
-    assert record.date == "2026-01-01T00:00:00.000Z"
+    assert record.date == "2026-01-01T00:00:00Z"
     assert record.time_control == {"kind": "per_move", "per_move_ms": 30000}
     assert (record.winner, record.termination) == (0, "timeout")
     assert record.moves == (records.RecordMove(0, "b2", 1200, 30000),)
