@@ -263,6 +263,7 @@ class XoddPosition:
         black, white = self.groups
         return {
             "groups": [black, white],
+            "stones": [self.cells.count(1), self.cells.count(2)],
             "total_groups": black + white,
             "parity": "odd" if (black + white) % 2 else "even",
             "empty_cells": len(self.empty),

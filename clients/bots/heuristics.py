@@ -64,8 +64,7 @@ def _odd_value(state: engine.State, player: int) -> float:
     summary = state.summary()
     groups: list[int] = summary["groups"]
     empty_share = int(summary["empty_cells"]) / state.board.size
-    board = state.to_text().rpartition("board=")[2]
-    stones = [board.count(ch) for ch in state.game.stone_chars]
+    stones: list[int] = summary["stones"]
     group_margin = groups[1 - player] - groups[player]
     stone_margin = stones[player] - stones[1 - player]
     tempo = 0.1 if state.to_move == player else -0.1
