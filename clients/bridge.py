@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 import engine
-from clients.bots.base import Bot, TimeBudget
+from clients.bots.base import Bot, Resign, TimeBudget
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +51,8 @@ LOG_CHARS = 120  # engine text quoted in log lines is cut to this length
 SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL
 
 
-class BridgeResign(Exception):
-    """Raised by :meth:`EngineBot.choose_move`: the bot resigns the game (``reason`` says why).
-
-    Defined here because ``clients.bots.base`` has no resign exception; runners that support
-    resigning catch it and resign on the bot's behalf.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+class BridgeResign(Resign):
+    """Raised by :meth:`EngineBot.choose_move` when the engine resigns or cannot go on."""
 
 
 class BridgeError(Exception):

@@ -12,6 +12,8 @@ per-game evaluation, ``mcts`` searches with UCT. Write your own by subclassing :
 from __future__ import annotations
 
 from . import greedy, mcts, random_bot
-from .base import BOTS, Bot, TimeBudget, make_bot, register
+from .base import BOTS, Bot, Resign, TimeBudget, make_bot, register
 
-__all__ = ["BOTS", "Bot", "TimeBudget", "greedy", "make_bot", "mcts", "random_bot", "register"]
+__all__ = [
+    "BOTS", "Bot", "Resign", "TimeBudget", "greedy", "make_bot", "mcts", "random_bot", "register",
+]

@@ -68,6 +68,17 @@ class TimeBudget:
         return max(MIN_THINK_S, min(limits) / 1000)
 
 
+class Resign(Exception):
+    """Raise from :meth:`Bot.choose_move` to resign the game; ``reason`` says why.
+
+    Whoever runs the bot (the SDK, the match runner) resigns on the bot's behalf.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class Bot(ABC):
     """Base class of all bots. Subclasses set ``name`` and implement ``choose_move``.
 

@@ -45,8 +45,8 @@ import websockets
 
 import engine
 import protocol as p
-from clients.bots.base import Bot, TimeBudget
-from clients.bridge import BridgeResign, EngineBot
+from clients.bots.base import Bot, Resign, TimeBudget
+from clients.bridge import EngineBot
 from clients.connection import DEFAULT_URL, Connection, Disconnected, ServerError
 
 from .policy import Policy
@@ -54,8 +54,6 @@ from .specs import SeekSpec, budget_for
 
 log = logging.getLogger("clients.sdk")
 
-Resign = BridgeResign
-"""Raise it from ``choose_move`` to resign the game: ``raise Resign("lost anyway")``."""
 
 BotSource = Bot | Callable[[], Bot]
 LATENCY_MS = 50  # kept back from every clock for the network and the runner
