@@ -125,7 +125,7 @@ class GameServer:
                           played=[], seq=1, clock=Clock(control), created_ms=created)
         for member in members:
             for session in list(member.sessions):
-                session.joined_game(room)
+                await session.joined_game(room)
         room.announce_start()
         log.info("game started", extra={"game_id": game_id, "game": game.key,
                                         "players": [s.name for s in seats]})

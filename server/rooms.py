@@ -47,7 +47,7 @@ from protocol import (
 from protocol import Move as MoveRequest
 
 from .clock import Clock, TimeControl, clock_from_wire
-from .storage import ChatSent, GameFinished, MovePlayed
+from .storage import ChatSent, GameFinished, MovePlayed, SeqAdvanced, StorageError
 
 if TYPE_CHECKING:
     from .metrics import Metrics
@@ -194,8 +194,8 @@ class GameRoom:
     def unsubscribe(self, listener: Listener) -> None:
         self.listeners.discard(listener)
 
-    def player_connected(self, seat: int, listener: Listener, *, tell_self: bool = True
-                         ) -> None:
+    async def player_connected(self, seat: int, listener: Listener, *,
+                               tell_self: bool = True) -> None:
         """Attach a player's connection; if they had left, everyone hears they are back
         (``tell_self=False``: everyone but this connection, which gets a snapshot).
 
@@ -209,8 +209,8 @@ class GameRoom:
         if was_absent and self.absent_since[seat] is not None:
             self.absent_since[seat] = None
             if self.status == PLAYING:
-                self._presence(OpponentBack(game_id=self.game_id, seq=self.seq + 1,
-                                            player=seat))  # type: ignore[arg-type]
+                await self._presence(OpponentBack(game_id=self.game_id, seq=self.seq + 1,
+                                                  player=seat))  # type: ignore[arg-type]
         self.subscribe(listener)
 
     async def player_disconnected(self, seat: int, listener: Listener) -> None:
@@ -222,12 +222,23 @@ class GameRoom:
                     self.absent_since[seat] is not None):
                 return
             self.absent_since[seat] = now_ms()
-            self._presence(OpponentLeft(game_id=self.game_id, seq=self.seq + 1,
-                                        player=seat,  # type: ignore[arg-type]
-                                        claim_after_ms=self._grace_ms))
+            await self._presence(OpponentLeft(game_id=self.game_id, seq=self.seq + 1,
+                                              player=seat,  # type: ignore[arg-type]
+                                              claim_after_ms=self._grace_ms))
 
-    def _presence(self, event: OpponentLeft | OpponentBack) -> None:
-        """Presence events are numbered and kept for resume like the others, not stored."""
+    async def _presence(self, event: OpponentLeft | OpponentBack) -> None:
+        """Store the event's seq, then tell everyone (the caller holds the lock).
+
+        A presence event has no row of its own, but its number is stored like any other
+        event's, so that no seq is sent twice, even after a crash. If the number cannot be
+        stored, the event is not sent (the absence itself still counts for ``claim_win``).
+        """
+        try:
+            await self._writer.submit(SeqAdvanced(self.game_id, event.seq))
+        except StorageError as exc:
+            log.warning("presence event not sent: its seq could not be stored: %s", exc,
+                        extra={"game_id": self.game_id})
+            return
         self.seq = event.seq
         self._broadcast(event)
 

@@ -319,13 +319,13 @@ class Session:
                             "cancelled")
         return p.Ok(id=m.id)
 
-    def joined_game(self, room: GameRoom) -> None:
+    async def joined_game(self, room: GameRoom) -> None:
         """Called by the server when a game starts with this session's user in it."""
         assert self.user is not None
         seat = room.seat_of(self.user.id)
         assert seat is not None
         self.rooms[room.game_id] = room
-        room.player_connected(seat, self)
+        await room.player_connected(seat, self)
 
     # -- play -----------------------------------------------------------------------------------
     def _room(self, game_id: str) -> GameRoom:
@@ -400,19 +400,20 @@ class Session:
             frames = room.events_since(m.since_seq) if m.since_seq else None
             if frames is None:  # the whole game, opponent_back included
                 if attach:
-                    self._attach(room, seat, tell_self=False)
+                    await self._attach(room, seat, tell_self=False)
                 return p.GameState(id=m.id, game=room.snapshot())
             for frame in frames:  # the missed events, then opponent_back, then ok
                 self.send_frame(frame)
             if attach:
-                self._attach(room, seat)
+                await self._attach(room, seat)
             return p.Ok(id=m.id)
 
-    def _attach(self, room: GameRoom, seat: int | None, *, tell_self: bool = True) -> None:
+    async def _attach(self, room: GameRoom, seat: int | None, *, tell_self: bool = True
+                      ) -> None:
         if seat is None:
             room.subscribe(self)
         else:
-            room.player_connected(seat, self, tell_self=tell_self)
+            await room.player_connected(seat, self, tell_self=tell_self)
 
     async def on_list_games(self, m: p.ListGames) -> p.ServerMessage:
         return await self.server.list_games(m)
