@@ -70,7 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    db_url = args.db or default_db_url()
+    from .storage import normalize_url
+
+    try:  # a bare path means a SQLite file; the async driver is pinned for every URL
+        db_url = normalize_url(args.db or default_db_url()).render_as_string(
+            hide_password=False)
+    except ValueError as exc:
+        print(f"tessera: {exc}", file=sys.stderr)
+        return 2
     if args.command == "serve":
         from .app import run_server
 
