@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-SERVER_COMMANDS = {"serve", "db", "admin"}
+SERVER_COMMANDS = {"serve", "db", "admin", "dump"}
 # command -> (module in clients, one-line help)
 CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("clients.play", "the interactive terminal client"),
@@ -31,6 +31,7 @@ server:
   serve        run the game server (tessera serve --help)
   db upgrade   apply database migrations
   admin        create users and bot accounts, manage tokens
+  dump         print stored match records as JSON lines
 """
 
 
