@@ -8,12 +8,14 @@ server as an async context manager for tests and tools. Plain HTTP on the same p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
 from typing import Any
 
@@ -53,6 +55,10 @@ from .storage import (
 log = logging.getLogger(__name__)
 
 FINISHED_KEPT = 2000  # finished rooms kept in memory to answer resends and late requests
+# Each poll for revoked tokens looks this far back before the previous one, so that a
+# revocation committed late (or stamped by a clock a little behind) is not missed.
+REVOCATION_OVERLAP = timedelta(seconds=10)
+CLOSE_REVOKED = (p.CLOSE_POLICY_VIOLATION, "token revoked")
 WS_PATHS = ("/", "/ws")
 
 
@@ -85,6 +91,33 @@ class GameServer:
             bucket = self._account_buckets[user_id] = TokenBucket(s.account_rate,
                                                                   s.account_burst)
         return bucket
+
+    # -- revoked tokens -------------------------------------------------------------------------
+    async def enforce_revocations(self, interval_s: float) -> None:
+        """Close every connection logged in with a token revoked since the server started,
+        within about ``interval_s``: by a logout on another connection, or by ``admin
+        revoke-token`` in another process (hence a poll of the database, not a call)."""
+        since = datetime.now(UTC) - REVOCATION_OVERLAP
+        while True:
+            await asyncio.sleep(interval_s)
+            polled = datetime.now(UTC)
+            try:
+                revoked = set(await self.store.revoked_since(since))
+            except Exception:
+                log.exception("cannot read revoked tokens; trying again")
+                continue
+            since = polled - REVOCATION_OVERLAP
+            self.close_revoked(revoked)
+
+    def close_revoked(self, digests: set[str]) -> int:
+        """Close the connections logged in with a token of these digests; how many."""
+        closed = 0
+        for session in list(self.sessions):
+            if session.token_digest in digests and not session.closing:
+                log.info("token revoked: closing", extra={"peer": session.peer})
+                session.close(*CLOSE_REVOKED)
+                closed += 1
+        return closed
 
     # -- games ----------------------------------------------------------------------------------
     def active_games_of(self, user_id: int) -> list[GameRoom]:
@@ -406,9 +439,14 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
             log.info("listening", extra={"host": settings.host, "port": port,
                                          "db": redact_url(settings.db_url),
                                          "games_in_progress": len(gs.rooms)})
+            revocations = asyncio.create_task(
+                gs.enforce_revocations(settings.revocation_poll_s), name="tessera-revocations")
             try:
                 yield Running(gs, ws_server, port)
             finally:
+                revocations.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await revocations
                 for room in gs.rooms.values():
                     room.close()
                 ws_server.close()  # closes every connection with 1001 (going away)

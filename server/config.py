@@ -40,3 +40,4 @@ class Settings:
     seek_ttl_s: float = 3600.0
     server_name: str = "tessera"
     event_log_limit: int = 4096  # events kept in memory per game for resume
+    revocation_poll_s: float = 1.0  # connections on a revoked token are closed this soon

@@ -23,6 +23,7 @@ import protocol as p
 from .lobby import Member, Offer
 from .ratelimit import TokenBucket
 from .rooms import GameRoom, Seat, refuse
+from .storage import token_digest
 
 if TYPE_CHECKING:
     from .app import GameServer
@@ -46,6 +47,7 @@ class Session:
         self.user: User | None = None
         self.member: Member | None = None
         self.token: str | None = None
+        self.token_digest: str | None = None  # of the token it logged in with (revocation)
         self.rooms: dict[str, GameRoom] = {}
         self.bucket = TokenBucket(settings.conn_rate, settings.conn_burst)
         self.chat_bucket = TokenBucket(settings.chat_rate, settings.chat_burst)
@@ -204,7 +206,7 @@ class Session:
         return self._authed(m.id, user, m.token)
 
     def _authed(self, request_id: int, user: User, token: str) -> p.ServerMessage:
-        self.user, self.token = user, token
+        self.user, self.token, self.token_digest = user, token, token_digest(token)
         self.member = self.server.lobby.join(user.id, user.name, user.kind, self)
         active = self.server.active_games_of(user.id)  # attached by resume, not here
         log.info("authenticated", extra={"peer": self.peer, "user": user.name,
@@ -214,6 +216,7 @@ class Session:
                         active_games=tuple(r.game_id for r in active))
 
     async def on_logout(self, m: p.Logout) -> p.ServerMessage:
+        self.token_digest = None  # first: the revocation must not close this connection
         if self.token is not None:
             await self.server.accounts.end_session(self.token)
         await self.detach()
