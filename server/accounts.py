@@ -1,14 +1,17 @@
 """Accounts: registration, password logins with lockout, guests, and bearer tokens.
 
-Passwords are hashed with argon2id (argon2-cffi) in a worker thread, so hashing never
-stalls the event loop. Tokens (session tokens handed out at login, bot tokens made by the
+Passwords are hashed with argon2id (argon2-cffi) on a pool of one thread per CPU, so
+hashing never stalls the event loop and a burst of logins waits its turn rather than
+crowding out everything else. Tokens (session tokens handed out at login, bot tokens made by the
 admin CLI) are random, shown once, stored as sha256 digests and looked up by digest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from argon2 import PasswordHasher
@@ -23,8 +26,14 @@ _HASHER = PasswordHasher()  # argon2id with the library's recommended parameters
 _DUMMY_HASH = _HASHER.hash(secrets.token_hex(16))
 
 
+# Hashes run on threads of their own, at most as many at once as there are CPUs: a burst
+# of logins then queues here instead of taking every core (and 64 MiB each) from the rest.
+_HASHING = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                              thread_name_prefix="tessera-argon2")
+
+
 async def hash_password(password: str) -> str:
-    return await asyncio.to_thread(_HASHER.hash, password)
+    return await asyncio.get_running_loop().run_in_executor(_HASHING, _HASHER.hash, password)
 
 
 async def verify_password(password_hash: str, password: str) -> bool:
@@ -34,7 +43,7 @@ async def verify_password(password_hash: str, password: str) -> bool:
         except (VerificationError, InvalidHashError):
             return False
 
-    return await asyncio.to_thread(check)
+    return await asyncio.get_running_loop().run_in_executor(_HASHING, check)
 
 
 class Accounts:
