@@ -17,6 +17,13 @@ From them this module compiles, once per class, a converter that
 Every failure is an :class:`~protocol.errors.InvalidMessage` naming the field path
 (``seek.clock.base_ms: expected int 1000..86400000, got int 5``). A field whose Python name
 ends in ``_`` (``from_``) has the wire name without it (``from``).
+
+Speed matters here: every frame a server reads or writes goes through these converters. So
+a struct's field paths are formatted once, when its converter is compiled; containers check
+their items without formatting a path per item and only redo the work with paths once an
+item fails, to say where; a value just loaded from a frame is already checked, so it is
+built without being checked again (its ``_check`` rules still run); and fields whose wire
+form is the value itself (ints, strings, literals) are dumped without a call.
 """
 
 from __future__ import annotations
@@ -131,6 +138,8 @@ def fail(path: str, expected: str, value: object) -> typing.NoReturn:
 
 def check_utf8(value: str, path: str) -> None:
     """Reject lone surrogates: they cannot be encoded (decoded strings never have them)."""
+    if value.isascii():
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -138,9 +147,13 @@ def check_utf8(value: str, path: str) -> None:
 
 
 class Converter:
-    """Checks, loads and dumps values of one annotated type."""
+    """Checks, loads and dumps values of one annotated type.
+
+    ``plain`` says that ``dump`` returns its argument unchanged, so callers may skip it.
+    """
 
     expected: str = "value"
+    plain: bool = True
 
     def check(self, value: object, path: str) -> Any:
         """Validate a Python-side value; return it, normalised."""
@@ -158,14 +171,19 @@ class Converter:
 class IntConverter(Converter):
     def __init__(self, bound: Ints) -> None:
         self.bound = bound
+        self.lo, self.hi = bound.lo, bound.hi
         self.expected = f"int {bound.lo}..{bound.hi}"
 
     def load(self, value: object, path: str) -> int:
+        if type(value) is int and self.lo <= value <= self.hi:
+            return value
         if isinstance(value, bool) or not isinstance(value, int):
             fail(path, self.expected, value)
-        if not self.bound.lo <= value <= self.bound.hi:
+        if not self.lo <= value <= self.hi:
             fail(path, self.expected, value)
         return int(value)
+
+    check = load
 
 
 class StrConverter(Converter):
@@ -196,6 +214,8 @@ class StrConverter(Converter):
         check_utf8(value, path)
         return value
 
+    check = load
+
 
 class LiteralConverter(Converter):
     def __init__(self, values: tuple[object, ...]) -> None:
@@ -211,6 +231,8 @@ class LiteralConverter(Converter):
                 return allowed
         fail(path, self.expected, value)
 
+    check = load
+
 
 class OptionalConverter(Converter):
     """``X | None``: nil (or an absent key, handled by the struct) means None."""
@@ -218,6 +240,7 @@ class OptionalConverter(Converter):
     def __init__(self, inner: Converter) -> None:
         self.inner = inner
         self.expected = f"{inner.expected} or nil"
+        self.plain = inner.plain
 
     def check(self, value: object, path: str) -> Any:
         return None if value is None else self.inner.check(value, path)
@@ -249,6 +272,8 @@ class TupleConverter(Converter):
     """``tuple[X, ...]`` or ``Sequence[X]`` with an :class:`Items` bound: a tuple in
     Python (lists are converted when a message is built), an array on the wire."""
 
+    plain = False
+
     def __init__(self, item: Converter, bound: Items) -> None:
         self.item = item
         self.bound = bound
@@ -264,22 +289,35 @@ class TupleConverter(Converter):
 
     def check(self, value: object, path: str) -> tuple[Any, ...]:
         items = self._items(value, path, (list, tuple))
-        return tuple(self.item.check(v, f"{path}[{i}]") for i, v in enumerate(items))
+        check = self.item.check
+        try:
+            return tuple([check(v, path) for v in items])
+        except InvalidMessage:  # again, with each item's path, to say which one
+            return tuple(check(v, f"{path}[{i}]") for i, v in enumerate(items))
 
     def load(self, value: object, path: str) -> tuple[Any, ...]:
         items = self._items(value, path, (list,))
-        return tuple(self.item.load(v, f"{path}[{i}]") for i, v in enumerate(items))
+        load = self.item.load
+        try:
+            return tuple([load(v, path) for v in items])
+        except InvalidMessage:  # again, with each item's path, to say which one
+            return tuple(load(v, f"{path}[{i}]") for i, v in enumerate(items))
 
     def dump(self, value: Any) -> list[Any]:
+        if self.item.plain:
+            return list(value)
         return [self.item.dump(v) for v in value]
 
 
 class FixedTupleConverter(Converter):
     """``tuple[X, Y]``: an array of exactly that many items."""
 
+    plain = False
+
     def __init__(self, items: list[Converter]) -> None:
         self.items = items
         self.expected = f"array of {len(items)} items"
+        self.all_plain = all(conv.plain for conv in items)
 
     def _convert(self, value: object, path: str, load: bool) -> tuple[Any, ...]:
         kinds: tuple[type, ...] = (list,) if load else (list, tuple)
@@ -288,10 +326,16 @@ class FixedTupleConverter(Converter):
         value = cast(list[object], value)
         if len(value) != len(self.items):
             fail(path, self.expected, value)
-        return tuple(
-            (conv.load if load else conv.check)(v, f"{path}[{i}]")
-            for i, (conv, v) in enumerate(zip(self.items, value, strict=True))
-        )
+        try:
+            out = []
+            for conv, v in zip(self.items, value, strict=True):
+                out.append(conv.load(v, path) if load else conv.check(v, path))
+            return tuple(out)
+        except InvalidMessage:  # again, with each item's path, to say which one
+            return tuple(
+                (conv.load if load else conv.check)(v, f"{path}[{i}]")
+                for i, (conv, v) in enumerate(zip(self.items, value, strict=True))
+            )
 
     def check(self, value: object, path: str) -> tuple[Any, ...]:
         return self._convert(value, path, load=False)
@@ -300,6 +344,8 @@ class FixedTupleConverter(Converter):
         return self._convert(value, path, load=True)
 
     def dump(self, value: Any) -> list[Any]:
+        if self.all_plain:
+            return list(value)
         return [conv.dump(v) for conv, v in zip(self.items, value, strict=True)]
 
 
@@ -307,6 +353,8 @@ class DictConverter(Converter):
     """``dict[str, X]`` or ``Mapping[str, X]`` with an :class:`Items` bound: a dict in
     Python (any mapping is copied into one when a message is built), keys sorted on the
     wire."""
+
+    plain = False
 
     def __init__(self, key: Converter, item: Converter, bound: Items) -> None:
         self.key = key
@@ -333,6 +381,8 @@ class DictConverter(Converter):
         return self._convert(value, path, load=True)
 
     def dump(self, value: Any) -> dict[str, Any]:
+        if self.item.plain:
+            return {k: value[k] for k in sorted(value)}
         return {k: self.item.dump(value[k]) for k in sorted(value)}
 
 
@@ -340,6 +390,7 @@ class FreeConverter(Converter):
     """Any plain value, nested at most ``MAX_DEPTH`` deep; tuples become lists."""
 
     expected = "plain msgpack value"
+    plain = False
 
     def load(self, value: object, path: str, depth: int = 0) -> Any:
         if value is None or isinstance(value, bool | int | float | str):
@@ -373,23 +424,36 @@ class FreeConverter(Converter):
 class StructConverter(Converter):
     """A :class:`Struct` class: a msgpack map with exactly the declared keys."""
 
+    plain = False
+
     def __init__(self, cls: type[Struct]) -> None:
         self.cls = cls
         self.name = cls.TAG or cls.__name__.lower()
         self.expected = "map"
         self.fields: list[tuple[str, str, Converter, bool]] = []
+        self.defaults: list[tuple[str, Any, bool]] = []  # (name, default, is a factory)
         hints = typing.get_type_hints(cls, include_extras=True)
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             required = (
                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
             )
             self.fields.append((f.name, f.name.rstrip("_"), compile_type(hints[f.name]), required))
+            if f.default is not dataclasses.MISSING:
+                self.defaults.append((f.name, f.default, False))
+            elif f.default_factory is not dataclasses.MISSING:
+                self.defaults.append((f.name, f.default_factory, True))
         self.keys = {wire for _, wire, _, _ in self.fields} | ({cls.TAG_KEY} - {""})
+        # The paths of the fields of a top-level value, formatted once.
+        self.paths = [f"{self.name}.{wire}" for _, wire, _, _ in self.fields]
+        self.checks = [(name, path, conv.check)
+                       for (name, _, conv, _), path in zip(self.fields, self.paths, strict=True)]
+        self.dumps = [(name, wire, None if conv.plain else conv.dump)
+                      for name, wire, conv, _ in self.fields]
 
     def validate(self, obj: Struct) -> None:
-        for name, wire, conv, _ in self.fields:
+        for name, path, check in self.checks:
             value = getattr(obj, name)
-            checked = conv.check(value, f"{self.name}.{wire}")
+            checked = check(value, path)
             if checked is not value:
                 set_field(obj, name, checked)
 
@@ -404,30 +468,46 @@ class StructConverter(Converter):
         cls = self.cls
         if cls.TAG_KEY and value.get(cls.TAG_KEY) != cls.TAG:
             fail(f"{path}.{cls.TAG_KEY}", repr(cls.TAG), value.get(cls.TAG_KEY))
+        keys = self.keys
         for key in value:
-            if key not in self.keys:
+            if key not in keys:
                 raise InvalidMessage(f"{path}: unknown field {show(key)}")
-        kwargs: dict[str, Any] = {}
-        for name, wire, conv, required in self.fields:
+        paths = self.paths if path == self.name else [
+            f"{path}.{wire}" for _, wire, _, _ in self.fields]
+        loaded: list[tuple[str, Any]] = []
+        for (name, wire, conv, required), field_path in zip(self.fields, paths, strict=True):
             if wire in value:
-                kwargs[name] = conv.load(value[wire], f"{path}.{wire}")
+                loaded.append((name, conv.load(value[wire], field_path)))
             elif required:
                 raise InvalidMessage(f"{path}: missing field {wire!r}")
-        return cls(**kwargs)
+        return self._build_loaded(loaded)
+
+    def _build_loaded(self, loaded: list[tuple[str, Any]]) -> Struct:
+        """An instance of values that ``load`` has just checked: the annotations' checks
+        are not run again (their results would be the same); ``_check`` runs as usual."""
+        obj = object.__new__(self.cls)
+        for name, default, is_factory in self.defaults:
+            object.__setattr__(obj, name, default() if is_factory else default)
+        for name, field_value in loaded:
+            object.__setattr__(obj, name, field_value)
+        obj._check()
+        return obj
 
     def dump(self, value: Any) -> dict[str, Any]:
         wire: dict[str, Any] = {}
         if self.cls.TAG_KEY:
             wire[self.cls.TAG_KEY] = self.cls.TAG
-        for name, key, conv, _ in self.fields:
+        for name, key, dump in self.dumps:
             field_value = getattr(value, name)
             if field_value is not None:
-                wire[key] = conv.dump(field_value)
+                wire[key] = field_value if dump is None else dump(field_value)
         return wire
 
 
 class TaggedUnionConverter(Converter):
     """A union of tagged :class:`Struct` classes, told apart by their tag key."""
+
+    plain = False
 
     def __init__(self, classes: tuple[type[Struct], ...]) -> None:
         self.classes = classes
@@ -460,6 +540,8 @@ class TaggedUnionConverter(Converter):
 
 class LazyStructConverter(Converter):
     """Defers compiling a nested struct until first use (classes may refer ahead)."""
+
+    plain = False
 
     def __init__(self, cls: type[Struct]) -> None:
         self.cls = cls

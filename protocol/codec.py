@@ -15,6 +15,7 @@ could be read, so ``exc.to_reply()`` answers the right request.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, cast
 
 import msgpack
@@ -49,9 +50,19 @@ CLIENT_CONTAINER_ITEMS = 64
 """No client message has an array or map longer than this; longer ones stop unpacking."""
 
 
+class _Packers(threading.local):
+    """One reusable msgpack Packer per thread (a Packer is not thread-safe)."""
+
+    def __init__(self) -> None:
+        self.packer = msgpack.Packer(use_bin_type=True)
+
+
+_PACKERS = _Packers()
+
+
 def encode(message: Message) -> bytes:
     """The frame for ``message``: deterministic msgpack bytes."""
-    return cast(bytes, msgpack.packb(message.to_wire(), use_bin_type=True))
+    return cast(bytes, _PACKERS.packer.pack(message.to_wire()))
 
 
 def decode_client(

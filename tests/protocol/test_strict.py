@@ -290,3 +290,23 @@ def test_protocol_error_defaults_and_codes() -> None:
     assert p.BadRequest("x").code == "bad_request"
     assert p.FrameTooLarge("x").code == "too_large"
     assert p.ProtocolError("x").close_code is None
+
+
+def test_a_bad_item_is_named_by_its_index() -> None:
+    with pytest.raises(p.InvalidMessage, match=r"^moved\.clocks_ms\[1\]: expected int"):
+        p.Moved(game_id="g1", seq=2, ply=0, move="c3", by=0, ms_used=0, clocks_ms=(5, -1))
+    with pytest.raises(p.InvalidMessage, match=r"^authed\.active_games\[2\]: expected str"):
+        p.Authed(id=1, user=p.User(name="al", kind="guest"), session_token="t",
+                 active_games=["g1", "g2", ""])
+    moved = {"t": "moved", "game_id": "g1", "seq": 2, "ply": 0, "move": "c3", "by": 0,
+             "ms_used": 0, "clocks_ms": [5, "x"]}
+    exc = refused(frame(moved), p.InvalidMessage, server=True)
+    assert str(exc).startswith("moved.clocks_ms[1]: expected int")
+
+
+def test_a_decoded_message_equals_the_one_built_from_its_values() -> None:
+    built = p.ListGames(id=4, player="alice", result="win")
+    decoded = p.decode_client(p.encode(built))
+    assert decoded == built and decoded.limit == built.limit
+    with pytest.raises(p.InvalidMessage, match="needs 'player'"):  # _check runs on decode
+        p.decode_client(frame({"t": "list_games", "id": 4, "result": "win"}))
