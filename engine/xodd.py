@@ -35,7 +35,8 @@ def _second_delta(ry: set[int], rx: set[int], joined: bool) -> int:
 class XoddPosition:
     """A mutable Xodd/Yodd position (square or hex board alike)."""
 
-    __slots__ = ("board", "cells", "empty", "groups", "parent", "passes", "ply", "slot")
+    __slots__ = ("_empty", "_slot", "board", "cells", "groups", "parent", "passes", "ply",
+                 "stones")
 
     def __init__(self, board: Board) -> None:
         n = board.size
@@ -45,8 +46,12 @@ class XoddPosition:
         self.groups = [0, 0]
         self.ply = 0
         self.passes = 0  # consecutive passes just played; 2 ends the game
-        self.empty = list(range(n))  # empty cells, in no particular order
-        self.slot = list(range(n))  # slot[x] = position of x in self.empty (if empty)
+        self.stones = 0
+        # The empty cells in no particular order, and each one's slot in that list: built
+        # on the first random draw and kept up to date from then on (playouts), but not
+        # copied by play(), whose cost must not grow with the board.
+        self._empty: list[int] | None = None
+        self._slot: list[int] | None = None
 
     def copy(self) -> XoddPosition:
         new = XoddPosition.__new__(XoddPosition)
@@ -56,8 +61,8 @@ class XoddPosition:
         new.groups = self.groups[:]
         new.ply = self.ply
         new.passes = self.passes
-        new.empty = self.empty[:]
-        new.slot = self.slot[:]
+        new.stones = self.stones
+        new._empty = new._slot = None
         return new
 
     # -- groups -------------------------------------------------------------------------------
@@ -87,16 +92,34 @@ class XoddPosition:
         roots = self._roots(x, colour)
         self.cells[x] = colour
         parent = self.parent
-        parent[x] = x
+        # The new stone hangs under one of the groups it joins, and the others under that
+        # one: trees stay shallow without a rank array to copy on every play().
+        top = roots.pop() if roots else x
+        parent[x] = top
         for r in roots:
-            parent[r] = x
+            parent[r] = top
+        if top != x:
+            roots.add(top)
         self.groups[colour - 1] += 1 - len(roots)
-        # remove x from the empty list by swapping the last entry into its slot
-        i = self.slot[x]
-        last = self.empty.pop()
-        if last != x:
-            self.empty[i] = last
-            self.slot[last] = i
+        self.stones += 1
+        empty, slot = self._empty, self._slot
+        if empty is not None and slot is not None:
+            # remove x from the empty list by swapping the last entry into its slot
+            i = slot[x]
+            last = empty.pop()
+            if last != x:
+                empty[i] = last
+                slot[last] = i
+
+    def _empties(self) -> list[int]:
+        """The empty cells (in no particular order), building the list if need be."""
+        if self._empty is None:
+            self._empty = [x for x, v in enumerate(self.cells) if not v]
+            slot = [0] * len(self.cells)
+            for i, x in enumerate(self._empty):
+                slot[x] = i
+            self._slot = slot
+        return self._empty
 
     # -- moves ---------------------------------------------------------------------------------
     def parse(self, text: str) -> Move:
@@ -186,7 +209,7 @@ class XoddPosition:
             return []
         total = self._total()
         board = self.board
-        empties = sorted(self.empty)
+        empties = [x for x, v in enumerate(self.cells) if not v]
         names = [c.name for c in board.cells]
         roots: dict[tuple[int, int], set[int]] = {}
         delta: dict[tuple[int, int], int] = {}
@@ -231,8 +254,8 @@ class XoddPosition:
         Every candidate turn has exactly two codes: a pass and each single drop are drawn
         twice over, and each two-drop turn once per order of its two cells.
         """
-        e = len(self.empty)
-        empty = self.empty
+        empty = self._empties()
+        e = len(empty)
         passes = 0 if self.ply == 0 else 2
         singles = passes + 4 * e
         space = singles if self.ply == 0 else singles + 4 * e * (e - 1)
@@ -266,7 +289,7 @@ class XoddPosition:
             "stones": [self.cells.count(1), self.cells.count(2)],
             "total_groups": black + white,
             "parity": "odd" if (black + white) % 2 else "even",
-            "empty_cells": len(self.empty),
+            "empty_cells": self.board.size - self.stones,
         }
 
     # -- position text ------------------------------------------------------------------------
