@@ -1,18 +1,29 @@
 """Load benchmark of a real server: ``tessera bench --games K --seconds T [--json]``.
 
-Three processes, all on this machine's loopback:
+All on this machine's loopback:
 
 1. the server, started as shipped (``python -m server serve`` on a fresh SQLite file with
    ``synchronous=FULL``);
-2. a load generator: K concurrent games between pairs of clients that answer at once with
-   a random legal move, cycling through all four games, for T seconds;
-3. for the ceiling, the same load generator shape against a bare websockets + msgpack echo
-   server (each client sends a request and waits for its reply, in a loop).
+2. the load generator, split over ``--procs`` processes (2 by default, so that it is not
+   one Python process that runs out of CPU first): K concurrent games between pairs of
+   clients that answer at once (or after ``--think-ms``) with a random legal move, cycling
+   through all four games, for T seconds. The random games are drawn before the clock
+   starts, so the load generator's CPU goes to the wire, as the echo client's does;
+3. for the ceiling, the same shape (as many connections, as many processes) against a bare
+   websockets + msgpack echo server: each client sends a move-like map and waits for its
+   reply, in a loop.
 
-Moves acknowledged by the server are recorded by the load generator and compared with the
-moves found in the database afterwards (``lost`` = acknowledged but not stored). Latency is
-from a move's send until the opponent has the ``moved`` event. ``--idle C`` instead holds C
-idle authenticated connections and reports the server's memory per connection.
+The processes connect first, then start together; the server's CPU time is read over the
+load window only. Moves acknowledged by the server are recorded by the load generator and
+compared with the moves found in the database afterwards (``lost`` = acknowledged but not
+stored). Latency is from a move's send until the opponent has the ``moved`` event; every
+error reply, refused connection and dropped connection counts in ``errors``. ``--idle C``
+instead holds C idle authenticated connections and reports the server's memory per
+connection.
+
+With ``--think-ms 0`` every game always has a move in flight, so the latency is K divided
+by the throughput (Little's law): that run measures capacity (``moves_per_s``, ``ratio``).
+Latency under a given load is measured with a think time; docs/PERFORMANCE.md has both.
 """
 
 from __future__ import annotations
@@ -20,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import json
 import os
 import random
@@ -37,11 +47,11 @@ from typing import Any
 
 import msgpack
 import websockets
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
 
 import engine
 import protocol as p
-
-from .connection import Connection
 
 GAMES: list[tuple[str, dict[str, Any]]] = [
     ("hadron", {"size": 5}),
@@ -103,6 +113,29 @@ def start(args: list[str], ready: Path, log: Path) -> Proc:
 
 
 # -- the load generator ---------------------------------------------------------------------------
+# One lean client per connection: a single task reads frames, decodes them with the protocol
+# package and answers at once (or after a think time), like the echo client below; the moves
+# are random legal moves drawn before the clock starts, so the load generator spends its CPU
+# on the wire and not on the rules, and what is measured is the server.
+
+def random_games(seed: int, per_kind: int) -> list[list[tuple[str, ...]]]:
+    """``per_kind`` random playouts of each entry of GAMES: their canonical move texts."""
+    rng = random.Random(seed)
+    pool: list[list[tuple[str, ...]]] = []
+    for key, options in GAMES:
+        games = []
+        for _ in range(per_kind):
+            state = engine.new_game(key, **options)
+            moves = []
+            while not state.is_over:
+                move = state.random_move(rng)
+                state = state.play(move)
+                moves.append(move.text)
+            games.append(tuple(moves))
+        pool.append(games)
+    return pool
+
+
 @dataclass
 class Stats:
     acked: list[tuple[str, int]] = field(default_factory=list)
@@ -112,129 +145,198 @@ class Stats:
     games: int = 0
     sent: dict[tuple[str, int], float] = field(default_factory=dict)
 
+    def error(self, code: str) -> None:
+        self.errors += 1
+        self.error_codes[code] = self.error_codes.get(code, 0) + 1
 
-class Player:
-    """One bot client: answers at once with a uniformly random legal move."""
 
-    def __init__(self, conn: Connection, name: str, stats: Stats, rng: random.Random) -> None:
-        self.conn = conn
+@dataclass
+class Pair:
+    """Two bots that play one game after another; ``a`` challenges, colours alternate."""
+
+    index: int
+    a: Bot
+    b: Bot
+    pool: list[tuple[str, ...]]
+    rng: random.Random
+    moves: tuple[str, ...] = ()
+    played: int = 0
+
+
+class Bot:
+    """One connection of the load generator, playing the moves of its pair's game."""
+
+    def __init__(self, ws: ClientConnection, name: str, stats: Stats, think_s: float,
+                 rng: random.Random) -> None:
+        self.ws = ws
         self.name = name
         self.stats = stats
+        self.think_s = think_s
         self.rng = rng
-        self.state: engine.State | None = None
-        self.seat = 0
+        self.pair: Pair | None = None
         self.game_id = ""
-        self.game_over = asyncio.Event()
+        self.seat = 0
+        self.moves: tuple[str, ...] = ()  # of the game this bot is in
+        self.next_id = 1
+        self.stopping = False
 
-    async def run(self, stop: asyncio.Event) -> None:
-        while True:
-            event = await self.conn.next_event()
-            if isinstance(event, p.GameStarted):
-                snap = event.snapshot
-                self.game_id = snap.game_id
-                self.state = engine.new_game(snap.game, **snap.options)
-                self.seat = 0 if snap.players[0].name == self.name else 1
-                self.game_over.clear()
-            elif isinstance(event, p.Moved) and self.state is not None:
-                if event.by != self.seat:
-                    sent = self.stats.sent.pop((event.game_id, event.ply), None)
-                    if sent is not None:
-                        self.stats.latencies_ms.append((time.perf_counter() - sent) * 1000)
-                self.state = self.state.play(event.move)
-            elif isinstance(event, p.GameOver):
-                self.state = None
-                self.game_over.set()
-                continue
-            else:
-                continue
-            state = self.state
-            if state is not None and not state.is_over and state.to_move == self.seat \
-                    and not stop.is_set():
-                move = state.random_move(self.rng).text
-                key = (self.game_id, state.ply)
-                self.stats.sent[key] = time.perf_counter()
-                future = await self.conn.send(p.Move(id=self.conn.pending.next_id(),
-                                                     game_id=self.game_id, ply=state.ply,
-                                                     move=move))
-                future.add_done_callback(functools.partial(self._acked, key=key))
+    def request_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
 
-    def _acked(self, future: asyncio.Future[p.ServerMessage], *, key: tuple[str, int]
-               ) -> None:
-        if future.cancelled() or future.exception() is not None:
-            self.stats.errors += 1
+    async def run(self) -> None:
+        """Read and answer frames until the connection closes."""
+        try:
+            async for frame in self.ws:
+                assert isinstance(frame, bytes)
+                await self.on(p.decode_server(frame))
+        except ConnectionClosed:
+            if not self.stopping:
+                self.stats.error("disconnected")
+
+    async def on(self, message: p.ServerMessage) -> None:
+        pair = self.pair
+        assert pair is not None
+        stats = self.stats
+        if isinstance(message, p.Moved):
+            if message.by != self.seat:
+                sent = stats.sent.pop((message.game_id, message.ply), None)
+                if sent is not None:
+                    stats.latencies_ms.append((time.perf_counter() - sent) * 1000)
+            ply = message.ply + 1
+            if ply % 2 == self.seat and ply < len(self.moves):
+                await self.move(ply)
+        elif isinstance(message, p.MoveAck):
+            stats.acked.append((message.game_id, message.ply))
+        elif isinstance(message, p.GameStarted):
+            self.game_id = message.game_id
+            self.seat = 0 if message.snapshot.players[0].name == self.name else 1
+            self.moves = pair.moves  # drawn by the challenger before it challenged
+            if self is pair.a:
+                stats.games += 1
+            if self.seat == 0:
+                await self.move(0)
+        elif isinstance(message, p.ChallengeReceived):
+            await self.send(p.AcceptChallenge(id=self.request_id(),
+                                              challenge_id=message.challenge_id))
+        elif isinstance(message, p.GameOver):
+            if self is pair.a and not self.stopping:
+                await self.challenge()
+        elif isinstance(message, p.ErrorReply):
+            stats.error(message.code)
+
+    async def move(self, ply: int) -> None:
+        if self.stopping:
             return
-        reply = future.result()
-        if isinstance(reply, p.MoveAck):
-            self.stats.acked.append(key)
-        else:
-            self.stats.errors += 1
-            code = getattr(reply, "code", "?")
-            self.stats.error_codes[code] = self.stats.error_codes.get(code, 0) + 1
+        if self.think_s:
+            await asyncio.sleep(self.rng.uniform(0.5, 1.5) * self.think_s)
+            if self.stopping:
+                return
+        self.stats.sent[(self.game_id, ply)] = time.perf_counter()
+        await self.send(p.Move(id=self.request_id(), game_id=self.game_id, ply=ply,
+                               move=self.moves[ply]))
+
+    async def challenge(self) -> None:
+        """The next game of this pair: a game drawn from the pool, colours alternating."""
+        pair = self.pair
+        assert pair is not None and self is pair.a
+        pair.moves = pair.rng.choice(pair.pool)
+        key, options = GAMES[pair.index % len(GAMES)]
+        await self.send(p.Challenge(id=self.request_id(), to=pair.b.name, game=key,
+                                    options=options, clock=CLOCK,
+                                    color=1 if pair.played % 2 else 0))
+        pair.played += 1
+
+    async def send(self, message: p.ClientMessage) -> None:
+        try:
+            await self.ws.send(p.encode(message))
+        except ConnectionClosed:
+            if not self.stopping:
+                self.stats.error("disconnected")
 
 
-async def _connect_guests(url: str, n: int) -> list[tuple[Connection, str]]:
+async def _guest(url: str) -> tuple[ClientConnection, str]:
+    """A connection logged in as a new guest, and the guest's name."""
+    ws = await websockets.connect(url, max_size=p.MAX_SERVER_FRAME_BYTES, compression=None,
+                                  open_timeout=60)
+    try:
+        for request in (p.Hello(id=1, version=p.PROTOCOL_VERSION, client="tessera-bench"),
+                        p.Guest(id=2)):
+            await ws.send(p.encode(request))
+            reply = p.decode_server(await ws.recv(decode=False))
+        assert isinstance(reply, p.Authed), reply
+        return ws, reply.user.name
+    except BaseException:
+        await ws.close()
+        raise
+
+
+async def _connect_guests(url: str, n: int, stats: Stats) -> list[tuple[ClientConnection, str]]:
+    """``n`` guests connected ``CONNECT_CONCURRENCY`` at a time; failures are counted."""
     sem = asyncio.Semaphore(CONNECT_CONCURRENCY)
 
-    async def one() -> tuple[Connection, str]:
+    async def one() -> tuple[ClientConnection, str] | None:
         async with sem:
-            conn = await Connection.open(url, client="tessera-bench")
-            authed = await conn.call(p.Guest)
-            assert isinstance(authed, p.Authed)
-            return conn, authed.user.name
+            try:
+                return await _guest(url)
+            except Exception:
+                stats.error("connect_failed")
+                return None
 
-    return list(await asyncio.gather(*(one() for _ in range(n))))
-
-
-async def _pair_loop(i: int, a: Player, b: Player, stop: asyncio.Event, stats: Stats) -> None:
-    """Keep one game going between ``a`` and ``b`` until ``stop``, swapping colours."""
-    game, options = GAMES[i % len(GAMES)]
-    n = 0
-    while not stop.is_set():
-        challenger, target = (a, b) if n % 2 == 0 else (b, a)
-        created = await challenger.conn.call(p.Challenge, to=target.name, game=game,
-                                             options=options, clock=CLOCK, color=0)
-        assert isinstance(created, p.ChallengeCreated)
-        await target.conn.call(p.AcceptChallenge, challenge_id=created.challenge_id)
-        stats.games += 1
-        n += 1
-        stopped = asyncio.ensure_future(stop.wait())
-        over = asyncio.ensure_future(a.game_over.wait())
-        await asyncio.wait([stopped, over], return_when=asyncio.FIRST_COMPLETED)
-        stopped.cancel()
-        over.cancel()
-        a.game_over.clear()
+    return [c for c in await asyncio.gather(*(one() for _ in range(n))) if c is not None]
 
 
-async def load_games(url: str, games: int, seconds: float, seed: int) -> dict[str, Any]:
+async def _start_together(ready: str, go: str) -> float:
+    """Say this load generator is connected; wait for the common start time (from ``go``)."""
+    Path(ready).write_text("connected\n")
+    while not Path(go).exists() or not Path(go).read_text().strip():
+        await asyncio.sleep(0.01)
+    start = float(Path(go).read_text())
+    await asyncio.sleep(max(0.0, start - time.time()))
+    return time.perf_counter()
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def load_games(url: str, games: int, seconds: float, seed: int, think_ms: float,
+                     ready: str, go: str) -> dict[str, Any]:
+    """Play ``games`` concurrent games for ``seconds`` once told to start."""
     raise_fd_limit()
-    clients = await _connect_guests(url, 2 * games)
     stats = Stats()
-    stop = asyncio.Event()
+    pool = random_games(seed, per_kind=32)
     rng = random.Random(seed)
-    players = [Player(c, name, stats, random.Random(rng.random())) for c, name in clients]
-    # The challenged side's events include challenge_received: Player skips them.
-    readers = [asyncio.create_task(pl.run(stop)) for pl in players]
-    started = time.perf_counter()
-    pairs = [asyncio.create_task(_pair_loop(i, players[2 * i], players[2 * i + 1], stop, stats))
-             for i in range(games)]
-    await asyncio.sleep(seconds)
-    stop.set()
+    conns = await _connect_guests(url, 2 * games, stats)
+    bots = [Bot(ws, name, stats, think_ms / 1000, random.Random(rng.random()))
+            for ws, name in conns]
+    pairs = [Pair(i, bots[2 * i], bots[2 * i + 1], pool[i % len(GAMES)],
+                  random.Random(rng.random())) for i in range(len(bots) // 2)]
+    for pair in pairs:
+        pair.a.pair = pair.b.pair = pair
+    readers = [asyncio.create_task(bot.run()) for bot in bots if bot.pair is not None]
+    started = await _start_together(ready, go)
+    cpu0 = _cpu_s()
+    await asyncio.gather(*(pair.a.challenge() for pair in pairs))
+    await asyncio.sleep(max(0.0, started + seconds - time.perf_counter()))
+    for bot in bots:
+        bot.stopping = True
     elapsed = time.perf_counter() - started
+    cpu = _cpu_s() - cpu0
     await asyncio.sleep(0.5)  # let in-flight acks arrive
-    for task in [*pairs, *readers]:
+    await asyncio.gather(*(ws.close() for ws, _ in conns), return_exceptions=True)
+    for task in readers:
         task.cancel()
-    await asyncio.gather(*pairs, *readers, return_exceptions=True)
-    await asyncio.gather(*(c.close() for c, _ in clients), return_exceptions=True)
-    lat = sorted(stats.latencies_ms)
+    await asyncio.gather(*readers, return_exceptions=True)
     return {
         "elapsed_s": elapsed,
         "games": stats.games,
-        "moves": len(stats.acked),
         "acked": stats.acked,
         "errors": stats.errors,
         "error_codes": stats.error_codes,
-        "p50_ms": _percentile(lat, 50),
-        "p99_ms": _percentile(lat, 99),
+        "latencies_ms": stats.latencies_ms,
+        "cpu_s": cpu,
     }
 
 
@@ -264,21 +366,25 @@ async def echo_server(ready: str) -> None:
         await asyncio.Future()
 
 
-async def load_echo(url: str, connections: int, seconds: float) -> dict[str, Any]:
+async def load_echo(url: str, connections: int, seconds: float, ready: str, go: str
+                    ) -> dict[str, Any]:
+    """Each connection sends a move-like map and waits for the reply, in a loop."""
     raise_fd_limit()
     sem = asyncio.Semaphore(CONNECT_CONCURRENCY)
 
     async def connect() -> Any:
         async with sem:
-            return await websockets.connect(url, compression=None)
+            return await websockets.connect(url, compression=None, open_timeout=60)
 
     sockets = await asyncio.gather(*(connect() for _ in range(connections)))
     count = 0
     stop = asyncio.Event()
+    go_event = asyncio.Event()
 
     async def loop(ws: Any) -> None:
         nonlocal count
         n = 0
+        await go_event.wait()
         while not stop.is_set():
             await ws.send(msgpack.packb({"t": "move", "id": n, "game_id": "abcdefghij",
                                          "ply": n, "move": "Bc3,Wd4"}))
@@ -287,25 +393,29 @@ async def load_echo(url: str, connections: int, seconds: float) -> dict[str, Any
             n += 1
 
     tasks = [asyncio.create_task(loop(ws)) for ws in sockets]
-    started = time.perf_counter()
-    await asyncio.sleep(seconds)
+    started = await _start_together(ready, go)
+    cpu0 = _cpu_s()
+    go_event.set()
+    await asyncio.sleep(max(0.0, started + seconds - time.perf_counter()))
     stop.set()
     done = count
     elapsed = time.perf_counter() - started
+    cpu = _cpu_s() - cpu0
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
-    return {"roundtrips": done, "elapsed_s": elapsed}
+    return {"roundtrips": done, "elapsed_s": elapsed, "cpu_s": cpu}
 
 
 async def load_idle(url: str, connections: int, hold: float, ready: str) -> dict[str, Any]:
     raise_fd_limit()
-    clients = await _connect_guests(url, connections)
+    stats = Stats()
+    clients = await _connect_guests(url, connections, stats)
     Path(ready).write_text("connected\n")
     await asyncio.sleep(hold)
-    await asyncio.gather(*(c.close() for c, _ in clients), return_exceptions=True)
-    return {"connections": len(clients)}
+    await asyncio.gather(*(ws.close() for ws, _ in clients), return_exceptions=True)
+    return {"connections": len(clients), "errors": stats.errors}
 
 
 # -- orchestration -----------------------------------------------------------------------------
@@ -323,66 +433,139 @@ def _stored_moves(db_url: str) -> set[tuple[str, int]]:
             for move in record["moves"]}
 
 
-def run_games_bench(games: int, seconds: float, seed: int, workdir: Path) -> dict[str, Any]:
-    db_url = f"sqlite+aiosqlite:///{workdir / 'bench.db'}"
-    server = start(["-m", "server", "serve", "--port", "0", "--db", db_url,
-                    "--ready-file", str(workdir / "server.port"), "--log-level", "warning"],
-                   workdir / "server.port", workdir / "server.log")
+def _shares(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal shares (no empty ones)."""
+    parts = max(1, min(parts, total))
+    return [total // parts + (1 if k < total % parts else 0) for k in range(parts)]
+
+
+def _run_loadgens(mode: str, url: str, workdir: Path, shares: list[int], seconds: float,
+                  on_start: Callable[[], None] = lambda: None,
+                  on_stop: Callable[[], None] = lambda: None,
+                  **kw: Any) -> list[dict[str, Any]]:
+    """Start one load generator per share, start them together, return their results."""
+    go = workdir / f"{mode}.go"
+    go.unlink(missing_ok=True)
+    gens = []
+    for k, share in enumerate(shares):
+        ready = workdir / f"{mode}.{k}.ready"
+        ready.unlink(missing_ok=True)
+        out = workdir / f"{mode}.{k}.json"
+        size = {"games": share} if mode == "games" else {"connections": share}
+        if "seed" in kw:  # each load generator its own random games
+            size["seed"] = kw["seed"] + 1000 * k
+        gens.append((_loadgen(mode, url, out, **{**kw, **size}, seconds=seconds,
+                              ready=str(ready), go=str(go)), ready, out))
+    deadline = time.monotonic() + 600
+    while not all(ready.exists() for _, ready, _ in gens):
+        if any(gen.poll() is not None for gen, _, _ in gens) or time.monotonic() > deadline:
+            for gen, _, _ in gens:
+                gen.kill()
+            raise RuntimeError(f"a {mode} load generator failed to connect")
+        time.sleep(0.05)
+    start = time.time() + 0.3
+    go.write_text(f"{start!r}\n")
+    time.sleep(max(0.0, start - time.time()))
+    on_start()
+    time.sleep(max(0.0, start + seconds - time.time()))
+    on_stop()
+    for gen, _, _ in gens:
+        if gen.wait() != 0:
+            raise RuntimeError(f"a {mode} load generator failed (exit {gen.returncode})")
+    return [json.loads(out.read_text()) for _, _, out in gens]
+
+
+def _serve(workdir: Path, name: str, loop: str | None) -> tuple[Proc, str]:
+    db_url = f"sqlite+aiosqlite:///{workdir / (name + '.db')}"
+    args = ["-m", "server", "serve", "--port", "0", "--db", db_url,
+            "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning"]
+    if loop is not None:
+        args += ["--loop", loop]
+    return start(args, workdir / f"{name}.port", workdir / f"{name}.log"), db_url
+
+
+def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms: float,
+                    loop: str | None, workdir: Path) -> dict[str, Any]:
+    server, db_url = _serve(workdir, "server", loop)
+    cpu: list[float] = []
     try:
         url = f"ws://127.0.0.1:{server.port}/ws"
-        cpu0 = server.cpu_s()
-        out = workdir / "games.json"
-        gen = _loadgen("games", url, out, games=games, seconds=seconds, seed=seed)
-        gen.wait()
-        cpu = server.cpu_s() - cpu0
+        shares = _shares(games, procs)
+        parts = _run_loadgens(
+            "games", url, workdir, shares, seconds,
+            on_start=lambda: cpu.append(server.cpu_s()),
+            on_stop=lambda: cpu.append(server.cpu_s()),
+            seed=seed, think_ms=think_ms)
         rss = server.rss_mb()
-        result = json.loads(out.read_text())
     finally:
         server.stop()
     stored = _stored_moves(db_url)
-    acked = {(g, ply) for g, ply in result.pop("acked")}
-    result.update(stored=len(stored), lost=len(acked - stored), acknowledged=len(acked),
-                  server_cpu_s=round(cpu, 2), server_rss_mb=round(rss, 1))
-    return result
+    acked = {(g, ply) for part in parts for g, ply in part["acked"]}
+    latencies = sorted(ms for part in parts for ms in part["latencies_ms"])
+    codes: dict[str, int] = {}
+    for part in parts:
+        for code, n in part["error_codes"].items():
+            codes[code] = codes.get(code, 0) + n
+    server_cpu = cpu[1] - cpu[0]
+    moves = sum(len(part["acked"]) for part in parts)
+    return {
+        "elapsed_s": max(part["elapsed_s"] for part in parts),
+        "games": sum(part["games"] for part in parts),
+        "moves": moves,
+        "errors": sum(part["errors"] for part in parts),
+        "error_codes": codes,
+        "p50_ms": _percentile(latencies, 50),
+        "p99_ms": _percentile(latencies, 99),
+        "acknowledged": len(acked),
+        "stored": len(stored),
+        "lost": len(acked - stored),
+        "server_cpu_s": round(server_cpu, 2),
+        "server_cpu_us_per_move": round(server_cpu / moves * 1e6, 1) if moves else 0.0,
+        "server_rss_mb": round(rss, 1),
+        "loadgen_cpu_s": round(sum(part["cpu_s"] for part in parts), 2),
+    }
 
 
-def run_echo_bench(connections: int, seconds: float, workdir: Path) -> dict[str, Any]:
+def run_echo_bench(connections: int, seconds: float, procs: int, workdir: Path
+                   ) -> dict[str, Any]:
     echo = start(["-m", "clients.bench", "_echo", str(workdir / "echo.port")],
                  workdir / "echo.port", workdir / "echo.log")
     try:
-        out = workdir / "echo.json"
-        _loadgen("echo", f"ws://127.0.0.1:{echo.port}/", out, connections=connections,
-                 seconds=seconds).wait()
-        return dict(json.loads(out.read_text()))
+        url = f"ws://127.0.0.1:{echo.port}/"
+        parts = _run_loadgens("echo", url, workdir, _shares(connections, procs), seconds)
+        return {"roundtrips": sum(part["roundtrips"] for part in parts),
+                "elapsed_s": max(part["elapsed_s"] for part in parts)}
     finally:
         echo.popen.kill()
         echo.popen.wait()
 
 
-def run_idle_bench(connections: int, workdir: Path) -> dict[str, Any]:
-    db_url = f"sqlite+aiosqlite:///{workdir / 'idle.db'}"
-    server = start(["-m", "server", "serve", "--port", "0", "--db", db_url,
-                    "--ready-file", str(workdir / "idle.port"), "--log-level", "warning"],
-                   workdir / "idle.port", workdir / "idle.log")
+def run_idle_bench(connections: int, procs: int, loop: str | None, workdir: Path
+                   ) -> dict[str, Any]:
+    server, _ = _serve(workdir, "idle", loop)
     try:
         url = f"ws://127.0.0.1:{server.port}/ws"
-        # warm up: one connection so lazily built structures exist before the baseline
+        # warm up: a few connections so lazily built structures exist before the baseline
         warm = workdir / "warm.ready"
         gen = _loadgen("idle", url, workdir / "warm.json", connections=5, hold=0.5,
                        ready=str(warm))
         gen.wait()
         time.sleep(0.5)
         before = server.rss_mb()
-        ready = workdir / "idle.ready"
-        gen = _loadgen("idle", url, workdir / "idle.json", connections=connections,
-                       hold=600.0, ready=str(ready))
+        gens = []
+        for k, share in enumerate(_shares(connections, procs)):
+            ready = workdir / f"idle.{k}.ready"
+            gens.append((_loadgen("idle", url, workdir / f"idle.{k}.json", connections=share,
+                                  hold=600.0, ready=str(ready)), ready))
         deadline = time.monotonic() + 900
-        while not ready.exists() and gen.poll() is None and time.monotonic() < deadline:
+        while not all(ready.exists() for _, ready in gens) and time.monotonic() < deadline \
+                and all(gen.poll() is None for gen, _ in gens):
             time.sleep(0.2)
         time.sleep(2.0)
         after = server.rss_mb()
-        gen.kill()
-        gen.wait()
+        for gen, _ in gens:
+            gen.kill()
+            gen.wait()
     finally:
         server.stop()
     per_kib = (after - before) * 1024 / connections
@@ -406,24 +589,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tessera bench", description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=100, help="concurrent games (K)")
     parser.add_argument("--seconds", type=float, default=20.0, help="load duration (T)")
+    parser.add_argument("--think-ms", type=float, default=0.0,
+                        help="mean think time before each move (default 0: answer at once)")
+    parser.add_argument("--procs", type=int, default=2,
+                        help="load generator processes, for the games and the echo alike")
+    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default=None,
+                        help="the server's event loop (default: what 'tessera serve' uses)")
     parser.add_argument("--idle", type=int, default=0,
                         help="instead: hold this many idle authenticated connections")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     opts = parser.parse_args(args)
+    raise_fd_limit()  # the server and load generators inherit it
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as tmp:
         workdir = Path(tmp)
         if opts.idle:
-            result = run_idle_bench(opts.idle, workdir)
+            result = run_idle_bench(opts.idle, opts.procs, opts.loop, workdir)
         else:
-            result = run_games_bench(opts.games, opts.seconds, opts.seed, workdir)
-            echo = run_echo_bench(2 * opts.games, opts.seconds, workdir)
+            result = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
+                                     opts.think_ms, opts.loop, workdir)
+            echo = run_echo_bench(2 * opts.games, opts.seconds, opts.procs, workdir)
             mps = result["moves"] / result["elapsed_s"]
             eps = echo["roundtrips"] / echo["elapsed_s"]
             result.update(moves_per_s=round(mps, 1), echo_roundtrips_per_s=round(eps, 1),
-                          ratio=round(mps / eps, 3) if eps else 0.0)
+                          ratio=round(mps / eps, 3) if eps else 0.0,
+                          think_ms=opts.think_ms, loadgen_procs=opts.procs)
             result["p50_ms"] = round(result["p50_ms"], 2)
             result["p99_ms"] = round(result["p99_ms"], 2)
+            result["elapsed_s"] = round(result["elapsed_s"], 2)
     if not opts.json:
         for key, value in result.items():
             print(f"{key:>24}: {value}")
