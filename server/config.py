@@ -30,7 +30,7 @@ class Settings:
     account_burst: float = 80.0
     chat_rate: float = 1.0
     chat_burst: float = 5.0
-    out_queue_frames: int = 256  # a client that lets more pile up is disconnected
+    out_buffer_bytes: int = 256 * 1024  # a client that lets more pile up unread is dropped
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
     origins: list[str] | None = None  # None: no browser Origin allowed (non-browser clients ok)

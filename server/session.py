@@ -1,9 +1,14 @@
 """One websocket connection: frames in, requests dispatched, replies and events out.
 
 The protocol's :class:`~protocol.ServerSession` keeps the connection's phase (connected ->
-greeted -> authenticated); this adapter adds I/O, rate limits and a bounded outgoing queue.
-A client that stops reading and lets ``out_queue_frames`` frames pile up is disconnected,
-so a slow reader cannot make the server's memory grow.
+greeted -> authenticated); this adapter adds I/O and rate limits.
+
+Frames go out synchronously: ``send_frame`` hands the frame to the connection's transport at
+once (``websockets.broadcast``, which never waits), so a reply or an event costs no task
+switch and an idle connection owns no writer task and no queue. What the peer has not read
+yet waits in the transport's buffer; a client that stops reading and lets more than
+``out_buffer_bytes`` pile up there is disconnected, so a slow reader cannot make the
+server's memory grow.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from websockets.asyncio.server import ServerConnection
+from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.exceptions import ConnectionClosed
 
 import protocol as p
@@ -35,6 +40,8 @@ CLOSE_TOO_SLOW = 1008
 MAX_BAD_FRAMES = 50  # protocol errors in a row before the connection is closed
 FLUSH_TIMEOUT_S = 5.0  # how long a closing connection may take to send what is queued
 
+Handler = Callable[["Session", Any], Awaitable[p.ServerMessage | None]]
+
 
 class Session:
     """The server side of one connection."""
@@ -50,30 +57,15 @@ class Session:
         self.token_digest: str | None = None  # of the token it logged in with (revocation)
         self.rooms: dict[str, GameRoom] = {}
         self.bucket = TokenBucket(settings.conn_rate, settings.conn_burst)
-        self.chat_bucket = TokenBucket(settings.chat_rate, settings.chat_burst)
-        self.out: asyncio.Queue[bytes | None] = asyncio.Queue(settings.out_queue_frames)
+        self._chat_bucket: TokenBucket | None = None  # made on the first chat line
+        self.out_limit = settings.out_buffer_bytes
         self.closing = False
-        self._close_with: tuple[int, str] | None = None
+        self._closer: asyncio.Task[None] | None = None
         self.bad_frames = 0
         self.peer = str(ws.remote_address[0]) if ws.remote_address else "?"
-        self.handlers: dict[type, Callable[[Any], Awaitable[p.ServerMessage | None]]] = {
-            p.Hello: self.on_hello, p.Register: self.on_register, p.Login: self.on_login,
-            p.Guest: self.on_guest, p.AuthToken: self.on_auth_token, p.Logout: self.on_logout,
-            p.Ping: self.on_ping, p.LobbySubscribe: self.on_lobby_subscribe,
-            p.LobbyUnsubscribe: self.on_lobby_unsubscribe, p.Seek: self.on_seek,
-            p.CancelSeek: self.on_cancel_seek, p.AcceptSeek: self.on_accept_seek,
-            p.Challenge: self.on_challenge, p.AcceptChallenge: self.on_accept_challenge,
-            p.DeclineChallenge: self.on_decline_challenge,
-            p.CancelChallenge: self.on_cancel_challenge, p.Move: self.on_move,
-            p.Resign: self.on_resign, p.Abort: self.on_abort, p.ClaimWin: self.on_claim_win,
-            p.Chat: self.on_chat, p.Watch: self.on_watch, p.Unwatch: self.on_unwatch,
-            p.Resume: self.on_resume, p.ListGames: self.on_list_games,
-            p.GetGame: self.on_get_game,
-        }
 
     # -- I/O ------------------------------------------------------------------------------------
     async def run(self) -> None:
-        writer = asyncio.create_task(self._write_loop())
         try:
             async for frame in self.ws:
                 if self.closing:  # read on, unheeded, so the close handshake completes
@@ -82,50 +74,34 @@ class Session:
         except ConnectionClosed:
             pass
         finally:
-            if not self.closing and not self.out.full():
-                self.out.put_nowait(None)
             await self.detach()
-            # Let the writer send what is queued (an error explaining a close, say) and the
-            # close frame: when this handler returns, websockets closes with 1000.
-            with contextlib.suppress(TimeoutError, ConnectionClosed):
-                await asyncio.wait_for(writer, FLUSH_TIMEOUT_S)
-
-    async def _write_loop(self) -> None:
-        try:
-            while True:
-                frame = await self.out.get()
-                if frame is None:
-                    if self._close_with is not None:
-                        await self.ws.close(*self._close_with)
-                    return
-                await self.ws.send(frame)
-        except ConnectionClosed:
-            pass
+            # Our close frame (with its code) goes before websockets closes with 1000 when
+            # this handler returns; what was sent before it is already in the transport.
+            if self._closer is not None:
+                with contextlib.suppress(TimeoutError, ConnectionClosed):
+                    await asyncio.wait_for(asyncio.shield(self._closer), FLUSH_TIMEOUT_S)
 
     def send_frame(self, frame: bytes) -> None:
-        """Queue a frame; a client too slow to take it is disconnected."""
+        """Send a frame now; a client that lets too much pile up unread is disconnected."""
         if self.closing:
             return
-        try:
-            self.out.put_nowait(frame)
-        except asyncio.QueueFull:
-            self.close(CLOSE_TOO_SLOW, "too slow: outgoing queue full")
+        transport = self.ws.transport
+        if transport is not None and transport.get_write_buffer_size() > self.out_limit:
+            self.close(CLOSE_TOO_SLOW, "too slow: too much unread output")
+            return
+        broadcast((self.ws,), frame)  # skips a connection that is not open any more
 
     def send(self, message: p.ServerMessage) -> None:
         self.send_frame(self.proto.send(message))
 
     def close(self, code: int, reason: str) -> None:
-        """Close after the frames already queued (at once if the queue is full)."""
+        """Close after the frames already sent (their bytes are ahead in the transport)."""
         if self.closing:
             return
         self.closing = True
         log.info("closing connection", extra={"peer": self.peer, "code": code, "why": reason})
-        self._close_with = (code, reason)
-        try:
-            self.out.put_nowait(None)  # the writer closes when it gets here
-        except asyncio.QueueFull:
-            task = asyncio.get_running_loop().create_task(self.ws.close(code, reason))
-            self.server.background(task)
+        self._closer = asyncio.get_running_loop().create_task(self.ws.close(code, reason))
+        self.server.background(self._closer)
 
     # -- dispatch -------------------------------------------------------------------------------
     async def handle(self, frame: str | bytes) -> None:
@@ -155,7 +131,7 @@ class Session:
             return
         self.bad_frames = 0
         try:
-            reply = await self.handlers[type(request)](request)
+            reply = await HANDLERS[type(request)](self, request)
         except p.ProtocolError as exc:
             self.reply_error(exc, request.id)
             if exc.close_code is not None:
@@ -365,7 +341,10 @@ class Session:
         return room
 
     async def on_chat(self, m: p.Chat) -> p.ServerMessage:
-        wait = self.chat_bucket.take()
+        if self._chat_bucket is None:
+            settings = self.server.settings
+            self._chat_bucket = TokenBucket(settings.chat_rate, settings.chat_burst)
+        wait = self._chat_bucket.take()
         if wait:
             raise p.ProtocolError("chat: slow down", code=p.ErrorCode.RATE_LIMITED,
                                   retry_after_ms=int(wait * 1000) + 1, game_id=m.game_id)
@@ -423,3 +402,21 @@ class Session:
 
     async def on_get_game(self, m: p.GetGame) -> p.ServerMessage:
         return p.GameRecord(id=m.id, record=await self.server.record(m.game_id))
+
+
+HANDLERS: dict[type, Handler] = {
+    p.Hello: Session.on_hello, p.Register: Session.on_register, p.Login: Session.on_login,
+    p.Guest: Session.on_guest, p.AuthToken: Session.on_auth_token,
+    p.Logout: Session.on_logout, p.Ping: Session.on_ping,
+    p.LobbySubscribe: Session.on_lobby_subscribe,
+    p.LobbyUnsubscribe: Session.on_lobby_unsubscribe, p.Seek: Session.on_seek,
+    p.CancelSeek: Session.on_cancel_seek, p.AcceptSeek: Session.on_accept_seek,
+    p.Challenge: Session.on_challenge, p.AcceptChallenge: Session.on_accept_challenge,
+    p.DeclineChallenge: Session.on_decline_challenge,
+    p.CancelChallenge: Session.on_cancel_challenge, p.Move: Session.on_move,
+    p.Resign: Session.on_resign, p.Abort: Session.on_abort, p.ClaimWin: Session.on_claim_win,
+    p.Chat: Session.on_chat, p.Watch: Session.on_watch, p.Unwatch: Session.on_unwatch,
+    p.Resume: Session.on_resume, p.ListGames: Session.on_list_games,
+    p.GetGame: Session.on_get_game,
+}
+"""The handler of each request type (one table for every connection)."""

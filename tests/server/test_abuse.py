@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Awaitable, Callable
 
@@ -119,5 +120,27 @@ async def test_a_stream_of_bad_frames_ends_in_a_close(serve: Serve) -> None:
             except Exception:
                 break
         assert await closed() == p.CLOSE_POLICY_VIOLATION
+        conn = await live.clients.connect()  # the server itself is fine
+        assert isinstance(await conn.call(p.Ping), p.Pong)
+
+
+async def test_a_client_that_stops_reading_is_dropped(serve: Serve) -> None:
+    async with serve(out_buffer_bytes=64 * 1024) as live:
+        raw = await RawSocket.open(live.url)
+        [session] = live.running.game_server.sessions
+        assert raw.ws.transport is not None
+        raw.ws.transport.pause_reading()  # the client reads nothing more
+        frame = p.encode(p.Pong(id=1)) + bytes(60_000)  # the content does not matter
+        server_transport = session.ws.transport
+        sent = 0
+        while not session.closing and sent < 100_000:  # the kernel's buffers fill first
+            session.send_frame(frame)
+            sent += 1
+            await asyncio.sleep(0)
+            # what waits in the server's memory stays bounded by the limit (and one frame)
+            assert server_transport.get_write_buffer_size() <= 64 * 1024 + len(frame)
+        assert session.closing
+        raw.ws.transport.resume_reading()
+        assert await raw.closed_with() == 1008  # after the frames it had let pile up
         conn = await live.clients.connect()  # the server itself is fine
         assert isinstance(await conn.call(p.Ping), p.Pong)
