@@ -11,20 +11,28 @@ run itself with :func:`run_bot`, which takes the same options (all but ``--bot``
 The first SIGINT or SIGTERM stops seeking and accepting and lets the games in progress
 finish; a second one resigns them; a third quits at once. Exit status: 0 after a clean
 stop, 1 if the server refuses the token, 2 for bad options.
+
+``--supervised`` is for a program that runs the bot as its child (``tessera play``'s ``bot``
+command): the bot prints ``ready as NAME`` on stdout once logged in, and stops, resigning
+its games in progress, when its standard input closes (the parent closed it, or died); if
+that takes more than 10 s (the server is gone) it quits anyway.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from clients.bots import BOTS, Bot, make_bot
 from clients.connection import DEFAULT_URL
@@ -36,6 +44,7 @@ from .specs import parse_game_rules, parse_seek
 log = logging.getLogger("clients.sdk")
 
 TOKEN_ENV = "TESSERA_BOT_TOKEN"
+SUPERVISED_QUIT_S = 10.0  # --supervised: quit this long after stdin closes, games or not
 SERVER_ENV = "TESSERA_SERVER"
 
 
@@ -75,6 +84,9 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
                       help="do not claim games whose opponent left and stayed away")
     play.add_argument("--log-level", default="info",
                       choices=["debug", "info", "warning", "error"])
+    play.add_argument("--supervised", action="store_true",
+                      help="for a parent program: print 'ready as NAME' on stdout once logged "
+                           "in; stop, resigning, when standard input closes (within 10 s)")
 
 
 def policy_from_args(args: argparse.Namespace) -> Policy:
@@ -117,8 +129,37 @@ def setup_logging(level: str) -> None:
                         format="%(asctime)s %(levelname)-7s %(message)s", datefmt="%H:%M:%S")
 
 
-async def serve_until_stopped(runner: BotRunner) -> int:
-    """Run ``runner`` with SIGINT/SIGTERM handling (see the module doc); the exit status."""
+async def announce_ready(runner: BotRunner) -> None:
+    """Print ``ready as NAME`` on stdout once ``runner`` has logged in (``--supervised``)."""
+    await runner.ready.wait()
+    print(f"ready as {runner.name}", flush=True)
+
+
+def stop_when_stdin_closes(runner: BotRunner, loop: asyncio.AbstractEventLoop,
+                           main: asyncio.Task[Any] | None) -> None:
+    """Stop ``runner``, resigning, once standard input ends (``--supervised``); cancel
+    ``main`` if that has not ended it within :data:`SUPERVISED_QUIT_S`."""
+    def on_eof() -> None:
+        log.warning("standard input closed: stopping (resigning the games in progress)")
+        runner.stop(resign=True)
+        if main is not None:
+            loop.call_later(SUPERVISED_QUIT_S, main.cancel)
+
+    def watch() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while sys.stdin.buffer.read(4096):
+                pass
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the bot is done anyway
+            loop.call_soon_threadsafe(on_eof)
+
+    threading.Thread(target=watch, name="stdin-watch", daemon=True).start()
+
+
+async def serve_until_stopped(runner: BotRunner, *, supervised: bool = False) -> int:
+    """Run ``runner`` with SIGINT/SIGTERM handling (see the module doc); the exit status.
+
+    ``supervised``: announce the bot's name on stdout and stop when stdin closes.
+    """
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     signals = 0
@@ -142,6 +183,9 @@ async def serve_until_stopped(runner: BotRunner) -> int:
             installed.append(sig)
         except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
             pass
+    announcer = asyncio.ensure_future(announce_ready(runner)) if supervised else None
+    if supervised:
+        stop_when_stdin_closes(runner, loop, main)
     try:
         await runner.run()
     except FatalError as e:
@@ -151,6 +195,8 @@ async def serve_until_stopped(runner: BotRunner) -> int:
         log.warning("quit with games in progress")
         return 130
     finally:
+        if announcer is not None:
+            announcer.cancel()
         for sig in installed:
             loop.remove_signal_handler(sig)
     won = sum(1 for r in runner.results if r.won)
@@ -166,7 +212,7 @@ def run_cli(make_bot_source: Callable[[argparse.Namespace], BotSource],
         runner = runner_from_args(make_bot_source(args), args)
     except (ValueError, OSError, TypeError) as e:
         parser.error(str(e))
-    return asyncio.run(serve_until_stopped(runner))
+    return asyncio.run(serve_until_stopped(runner, supervised=args.supervised))
 
 
 def run_bot(bot: BotSource, argv: Sequence[str] | None = None) -> int:
