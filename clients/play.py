@@ -1,12 +1,17 @@
 """``tessera play``: the reference interactive terminal client.
 
     tessera play [--server URL] [--guest | --login NAME | --register NAME] [--no-color]
+                 [--bot NAME --game GAME [OPTION=VALUE ...] [TIME]]
 
 A line is a command (``help`` lists them) or, in a game, a move in the game's notation
 (``c3``, ``Bc3,Wd4``, ``c3-c6``, ``pass``). Moves are checked by the engine before they are
 sent, so mistakes are explained at once; the server checks them again. Events (moves, chat,
 challenges, new seeks) are printed above the prompt as they arrive, and the bottom toolbar
 shows both clocks running.
+
+``bot mcts hadron size=5 5+3`` starts a bundled bot as a child process, a guest on the same
+server (``clients.local_bot``), and challenges it; the bot stops when its game ends or the
+client quits (``--bot``/``--game`` do the same from the command line).
 
 If the connection drops, the client reconnects by itself (backing off up to
 ``--retry-max`` seconds), logs in again with its session token and resumes every game from
@@ -30,9 +35,11 @@ from websockets.exceptions import WebSocketException
 import engine
 import protocol as p
 from clients import render
+from clients.bots import BOTS
 from clients.connection import DEFAULT_URL, Connection, Disconnected, ServerError
 from clients.fetch import get_record, iso_date, to_match_record
 from clients.live import GameView
+from clients.local_bot import STOP_GRACE_S, LocalBot, LocalBotError, bot_command
 from clients.offers import OfferError, parse_offer
 from clients.records import RESULTS
 from clients.replay import Replayer, run_viewer
@@ -45,6 +52,8 @@ NO_RECONNECT = {1000: "closed normally", 1008: "policy violation",
                 1009: "a message was too big"}
 HISTORY_PAGE = 15
 MAX_SHOWN_MOVES = 120
+BOT_THINK_S = 2.0  # a local bot's longest think per move, unless the player says think=S
+RESIGN_TIMEOUT_S = 5.0
 
 Handler = Callable[["PlayClient", str], Awaitable[None]]
 
@@ -101,6 +110,8 @@ class PlayClient:
         self.challenges_out: dict[int, str] = {}
         self.unsent: tuple[str, int, str] | None = None  # a move lost in a dropped connection
         self.history: tuple[p.ListGames, str] | None = None  # the last list, for "more"
+        self.bots: dict[str, LocalBot] = {}  # bots started here, by lower-case name
+        self.tasks: set[asyncio.Task[None]] = set()
         self.quitting = False
 
     # -- output -------------------------------------------------------------------------------
@@ -277,6 +288,10 @@ class PlayClient:
             target = self.challenges_out.pop(ev.challenge_id, None)
             if ev.reason != "accepted" or target is None:
                 self.say(f"Challenge #{ev.challenge_id} {ev.reason}.")
+            bot = self.bots.get((target or "").lower())
+            if bot is not None and ev.reason != "accepted" and bot.game_id is None:
+                self.say(f"Stopping your local {bot.kind} bot {bot.name}.")
+                self.spawn(bot.stop())
         else:
             self.on_lobby_event(ev)
 
@@ -286,8 +301,13 @@ class PlayClient:
         self.current = None  # a new game of ours always becomes the current one
         view = self.take_snapshot(ev, show=False)
         if view.me is not None:
+            opponent = view.players[1 - view.me].name
+            bot = self.bots.get(opponent.lower())
+            if bot is not None and bot.game_id is None:
+                bot.game_id = ev.game_id
+            local = f" (your local {bot.kind} bot)" if bot is not None else ""
             self.say(f"Game {ev.game_id} started: you play {view.colours[view.me]} against "
-                     f"{view.players[1 - view.me].name}. Type moves like "
+                     f"{opponent}{local}. Type moves like "
                      f"{self._example(view)}; 'help' lists commands.")
         self.show(view)
 
@@ -322,6 +342,10 @@ class PlayClient:
             if view.me is not None and ev.winner is not None:
                 mine = " You won!" if ev.winner == view.me else " You lost."
             self.say(f"{tag}Game over: {text}{mine} (replay {ev.game_id} to see it again)")
+            for key, bot in list(self.bots.items()):
+                if bot.game_id == ev.game_id:  # it stops by itself after its game; make sure
+                    del self.bots[key]
+                    self.spawn(bot.stop())
         elif isinstance(ev, p.ChatMessage):
             self.say(f"{tag}<{ev.from_}> {ev.text}")
         elif isinstance(ev, p.OpponentLeft):
@@ -496,6 +520,45 @@ class PlayClient:
         self.challenges_out[reply.challenge_id] = words[0]
         self.say(f"Challenge #{reply.challenge_id} sent to {words[0]}: "
                  f"{render.describe_offer(offer.game, offer.options, offer.clock)}.")
+
+    @command("bot", "bot NAME GAME [OPTION=VALUE ...] [TIME] [color=COLOUR] [think=S]",
+             f"play a bundled bot ({', '.join(BOTS)}) run here: bot mcts hadron size=5 5+3 "
+             f"(think=S: its time a move, {BOT_THINK_S:g} s); 'bot' lists yours")
+    async def cmd_bot(self, args: str) -> None:
+        words = args.split()
+        if not words:
+            self.list_bots()
+            return
+        kind = words[0].lower()
+        if kind not in BOTS:
+            raise UsageError(f"No bundled bot {words[0]!r}: one of {', '.join(BOTS)}. Usage: "
+                             + COMMANDS["bot"].usage)
+        if len(words) < 2:
+            raise UsageError(f"Which game? e.g. bot {kind} hadron size=5 5+3 (games: "
+                             f"{', '.join(engine.GAMES)})")
+        think, rest = _think(words[1:])
+        offer = parse_offer(rest, allow_color=True)
+        if self.user is None:
+            raise UsageError("Log in first: 'guest', 'login NAME' or 'register NAME'.")
+        self.live_conn()
+        self.say(f"Starting the {kind} bot ...")
+        try:
+            bot = await LocalBot.start(kind, bot_command(kind, self.url, self.user.name, think))
+        except LocalBotError as exc:
+            raise UsageError(f"The {kind} bot did not start: {exc}") from None
+        self.bots[bot.name.lower()] = bot
+        self.spawn(self._watch_bot(bot))
+        described = render.describe_offer(offer.game, offer.options, offer.clock)
+        self.say(f"Your {kind} bot is online as {bot.name}; challenging it to {described}.")
+        try:
+            reply = await self.call(p.Challenge, to=bot.name, game=offer.game,
+                                    options=offer.options, clock=offer.clock, color=offer.color)
+        except BaseException:
+            await bot.stop()
+            raise
+        assert isinstance(reply, p.ChallengeCreated)
+        bot.challenge_id = reply.challenge_id
+        self.challenges_out[reply.challenge_id] = bot.name
 
     def _number(self, args: str, usage: str) -> int | None:
         if not args:
@@ -711,9 +774,74 @@ class PlayClient:
         self.say("In a game, type a move: c3 (Hadron, Hexifact), Bc3 or Bc3,Wd4 (Xodd, Yodd), "
                  "c3-c6 (a Hexifact jump), pass.")
 
-    @command("quit", "quit", "leave (your open games go on)", "exit")
+    @command("quit", "quit", "leave (your open games go on; those against your local bots "
+             "are resigned)", "exit")
     async def cmd_quit(self, args: str) -> None:
         self.quitting = True
+
+    # -- local bots ---------------------------------------------------------------------------
+    def list_bots(self) -> None:
+        if not self.bots:
+            self.say("No local bots. Start one: bot mcts hadron size=5 5+3 "
+                     f"(bots: {', '.join(BOTS)}).")
+        for bot in self.bots.values():
+            where = f"playing game {bot.game_id}" if bot.game_id else "waiting for its game"
+            self.say(f"  {bot.name}  {bot.kind}  pid {bot.pid}  {where}")
+
+    async def _watch_bot(self, bot: LocalBot) -> None:
+        code = await bot.wait()
+        if self.bots.get(bot.name.lower()) is bot:
+            del self.bots[bot.name.lower()]
+        view = self.view(bot.game_id) if bot.game_id else None
+        if not bot.stopping and (code != 0 or (view is not None and not view.over)):
+            self.say(f"Your local {bot.kind} bot {bot.name} stopped (exit status {code}): "
+                     f"{bot.why()}")
+
+    async def stop_bots(self) -> None:
+        """Resign (or abort) the games against local bots, then stop the bots."""
+        for bot in list(self.bots.values()):
+            view = self.view(bot.game_id) if bot.game_id else None
+            if view is not None and view.me is not None and not view.over and self.connected:
+                await self._leave_game(view)
+            await bot.stop()
+        if self.tasks:  # bots stopping after their games, and their watchers
+            await asyncio.wait(self.tasks, timeout=STOP_GRACE_S + 2)
+
+    async def _leave_game(self, view: GameView) -> None:
+        kinds: list[type] = [p.Abort, p.Resign] if view.state.ply < 2 else [p.Resign]
+        for kind in kinds:
+            try:
+                await asyncio.wait_for(self.call(kind, game_id=view.game_id), RESIGN_TIMEOUT_S)
+            except ServerError:
+                continue
+            except (Disconnected, TimeoutError):
+                return
+            done = "Aborted" if kind is p.Abort else "Resigned"
+            self.say(f"{done} game {view.game_id}: your local bot stops with the client.")
+            return
+
+    def spawn(self, coro: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+
+def _think(words: Sequence[str]) -> tuple[float, list[str]]:
+    """``think=S`` taken out of the ``bot`` command's words (default BOT_THINK_S)."""
+    think = BOT_THINK_S
+    rest = []
+    for word in words:
+        name, eq, value = word.partition("=")
+        if eq and name.lower() == "think":
+            try:
+                think = float(value)
+            except ValueError:
+                think = -1.0
+            if not 0 < think <= 3600:
+                raise UsageError(f"think={value}: seconds per move, more than 0")
+        else:
+            rest.append(word)
+    return think, rest
 
 
 async def run(args: argparse.Namespace, term: Terminal) -> int:
@@ -738,6 +866,8 @@ async def run(args: argparse.Namespace, term: Terminal) -> int:
     else:
         term.print("Log in with 'login NAME', 'register NAME', or play as a 'guest'.")
     try:
+        if args.bot:
+            await client.handle_line(" ".join(["bot", args.bot, *args.game]))
         while not client.quitting:
             try:
                 line = await term.read(client.prompt)
@@ -746,6 +876,8 @@ async def run(args: argparse.Namespace, term: Terminal) -> int:
             await client.handle_line(line)
     finally:
         client.quitting = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await client.stop_bots()
         pump.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await pump
@@ -760,15 +892,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="play Tessera's games in the terminal")
     parser.add_argument("--server", default=DEFAULT_URL, help=f"default {DEFAULT_URL}")
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--guest", action="store_true", help="play as a guest at once")
+    who.add_argument("--guest", action="store_true", help="play as a guest at once (implied "
+                     "by --bot without --login or --register)")
     who.add_argument("--login", metavar="NAME", help="log in (password: prompt or "
                      "$TESSERA_PASSWORD)")
     who.add_argument("--register", metavar="NAME", help="create an account and log in")
     parser.add_argument("--no-color", action="store_true", help="no ANSI colours")
     parser.add_argument("--retry-max", type=float, default=30.0, metavar="SECONDS",
                         help="longest pause between reconnection attempts (default 30)")
+    parser.add_argument("--bot", metavar="NAME", choices=sorted(BOTS),
+                        help="at once, play this bundled bot (started here): "
+                             + ", ".join(BOTS))
+    parser.add_argument("--game", nargs="+", default=[], metavar="WORD",
+                        help="with --bot: GAME [OPTION=VALUE ...] [TIME] [color=C] [think=S], "
+                             "as the bot command takes them, e.g. --game hadron size=5 5+3")
     args = parser.parse_args(argv)
-    words = sorted({w for c in ORDER for w in (c.name, *c.aliases)} | set(engine.GAMES))
+    if args.game and not args.bot:
+        parser.error("--game goes with --bot")
+    if args.bot and not args.game:
+        parser.error(f"--bot {args.bot} needs --game, e.g. --game hadron size=5 5+3")
+    if args.bot and not (args.login or args.register):
+        args.guest = True
+    words = sorted({w for c in ORDER for w in (c.name, *c.aliases)} | set(engine.GAMES)
+                   | set(BOTS))
     term = Terminal(completer=WordCompleter(words))
     with term.active():
         return asyncio.run(run(args, term))

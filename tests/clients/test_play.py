@@ -7,9 +7,14 @@ show them.
 
 from __future__ import annotations
 
+import os
+import random
 import re
+import signal
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pexpect
 import pytest
@@ -17,6 +22,7 @@ import pytest
 import engine
 import protocol as p
 from clients.live import GameView
+from clients.local_bot import LocalBot, LocalBotError
 from clients.offers import OfferError, parse_clock, parse_offer
 from tests.clients.conftest import LiveServer, ScriptedPlayer, spawn_tessera
 
@@ -283,6 +289,146 @@ def test_accounts_colours_and_mistakes(live_server: LiveServer, finished_games: 
     child.sendline("q")
     child.sendline("quit")
     child.expect(pexpect.EOF)
+
+
+# -- playing the bundled bots from the client ---------------------------------------------------
+def process_gone(pid: int, timeout: float = 10.0) -> bool:
+    """Wait until process ``pid`` has ended (a zombie has ended too)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat")
+        try:
+            if stat.parent.exists():
+                if stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+            else:
+                os.kill(pid, 0)
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def bot_pid(child: pexpect.spawn, bot: str) -> int:
+    """The pid of the local bot named ``bot``, from the ``bot`` command's list."""
+    child.sendline("bot")
+    child.expect(rf"{bot}  random  pid (\d+)  ")
+    return int(child.match.group(1))
+
+
+def expect_bot_game(child: pexpect.spawn, game: str) -> tuple[str, int]:
+    """The game against the local bot has started: its id and the program's seat."""
+    colours = engine.get_game(game).players
+    child.expect(rf"Game (\w+) started: you play ({'|'.join(colours)}) against guest-\w+ "
+                 r"\(your local random bot\)")
+    return child.match.group(1), colours.index(child.match.group(2))
+
+
+def play_out(child: pexpect.spawn, game: str, options: dict[str, int | str], seat: int,
+             seed: int, bot: str | None = None) -> tuple[engine.State, int | None]:
+    """Play the game to its end with random legal moves; the program shows every move.
+
+    The test keeps its own engine state from the moves the program prints (``last move:``)
+    and types its moves only when that state says it is its turn. With ``bot``, the bot's
+    pid is asked for on the first turn (while the bot waits, so nothing else is printed).
+    """
+    rng = random.Random(seed)
+    state = engine.new_game(game, **options)
+    pid = None
+    while not state.is_over:
+        mine = state.to_move == seat
+        if mine and bot is not None and pid is None:
+            pid = bot_pid(child, bot)
+        if mine:
+            move = str(rng.choice(state.legal_moves()))
+            child.sendline(move)
+        child.expect(rf"last move: {state.ply + 1}\. (\S+) \(\w+\)")
+        shown = child.match.group(1)
+        assert not mine or shown == move
+        state = state.play(shown)
+    outcome = "You won!" if state.winner == seat else "You lost."
+    child.expect(rf"Game over: \w+ \(guest-\w+\) wins: by the rules\. {outcome}")
+    return state, pid
+
+
+@pytest.mark.parametrize(("game", "options", "offer"), [
+    ("xodd", {"size": 4}, "xodd size=4 5+3"),
+    ("yodd", {"size": 3}, "yodd size=3 -"),
+    ("hadron", {"size": 3}, "hadron size=3 30s/move"),
+    ("hexifact", {"board": "hex3-4", "jumps": "after-placing"}, "hex board=hex3-4 1+1"),
+])
+def test_a_full_game_against_a_bundled_bot(live_server: LiveServer, game: str,
+                                          options: dict[str, int | str], offer: str) -> None:
+    if game in ("xodd", "hexifact"):  # the one-shot start from the shell
+        child = spawn_play(live_server.url, "--no-color", "--bot", "random", "--game",
+                           *offer.split())
+        log_in_as_guest(child)
+    else:  # the bot command in a session
+        child = spawn_play(live_server.url, "--guest", "--no-color")
+        log_in_as_guest(child)
+        child.sendline(f"bot random {offer}")
+    child.expect(r"Your random bot is online as (guest-\w+); challenging it to ")
+    bot = child.match.group(1)
+    game_id, seat = expect_bot_game(child, game)
+    state, pid = play_out(child, game, options, seat, seed=len(game),
+                          bot=bot if game == "yodd" else None)
+    child.sendline("history")
+    child.expect(rf"{game_id} .* {state.ply} plies  (1-0|0-1) normal")
+    child.sendline("bot")
+    child.expect("No local bots")  # it stopped after its game
+    if pid is not None:
+        assert process_gone(pid)
+    child.sendline("quit")
+    child.expect("Bye.")
+    child.expect(pexpect.EOF)
+
+
+def test_local_bots_end_with_the_client(live_server: LiveServer) -> None:
+    child = spawn_play(live_server.url, "--no-color")
+    child.expect("Log in with")
+    child.sendline("bot random hadron size=5")
+    child.expect(r"Log in first")
+    child.sendline("guest")
+    log_in_as_guest(child)
+    child.sendline("bot robot hadron")
+    child.expect(r"No bundled bot 'robot': one of greedy, mcts, random")
+    child.sendline("bot random hadron size=99")
+    child.expect(r"size=99.* out of range")
+    child.sendline("bot random hadron think=0")
+    child.expect(r"think=0: seconds per move")
+
+    # quitting in the middle of a game resigns it, and the bot process ends
+    child.sendline("bot random hadron size=5 10+0 color=red")
+    child.expect(r"Your random bot is online as (guest-\w+)")
+    bot = child.match.group(1)
+    child.expect(r"you play Red against")
+    pid = bot_pid(child, bot)
+    child.sendline("c3")
+    child.expect(r"last move: 2\. \w+ \(Blue\)")
+    child.sendline("quit")
+    child.expect(r"Resigned game \w+: your local bot stops with the client")
+    child.expect(pexpect.EOF)
+    assert process_gone(pid)
+
+    # a client that is killed outright: the bot sees its standard input close and stops
+    child = spawn_play(live_server.url, "--no-color", "--bot", "random", "--game", "yodd",
+                       "size=2")
+    child.expect(r"Your random bot is online as (guest-\w+)")
+    pid = bot_pid(child, child.match.group(1))
+    child.kill(signal.SIGKILL)
+    child.expect(pexpect.EOF)
+    assert process_gone(pid)
+
+
+async def test_a_bot_that_does_not_start_is_explained() -> None:
+    fails = [sys.executable, "-c", "import sys; sys.exit('cannot reach the server')"]
+    with pytest.raises(LocalBotError, match="exited with status 1: cannot reach the server"):
+        await LocalBot.start("random", fails)
+    hangs = [sys.executable, "-c", "import time; print('starting', flush=True); time.sleep(60)"]
+    with pytest.raises(LocalBotError, match=r"did not log in within 0\.5 s"):
+        await LocalBot.start("random", hangs, timeout=0.5)
+    with pytest.raises(LocalBotError, match="cannot run"):
+        await LocalBot.start("random", ["/nonexistent/python"])
 
 
 # -- the command language, without a server ----------------------------------------------------
