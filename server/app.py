@@ -432,6 +432,7 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
             process_request=lambda c, r: _http(gs, c, r),
             max_size=settings.max_frame_bytes, compression=None,
             ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
+            close_timeout=settings.close_timeout,
             origins=origins,  # type: ignore[arg-type]
             max_queue=16, server_header=None,
         ) as ws_server:

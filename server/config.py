@@ -33,6 +33,9 @@ class Settings:
     out_buffer_bytes: int = 256 * 1024  # a client that lets more pile up unread is dropped
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
+    # how long a closing connection may take to finish the close handshake before it is cut
+    # (a peer that stopped answering pings is dropped after interval + timeout + this)
+    close_timeout: float = 10.0
     origins: list[str] | None = None  # None: no browser Origin allowed (non-browser clients ok)
     grace_ms: int = 30_000  # an absent opponent may be claimed against after this
     login_lockout_after: int = 5
