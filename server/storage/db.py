@@ -33,8 +33,11 @@ pass the execution option ``SQLITE_BEGIN: "BEGIN IMMEDIATE"``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -137,6 +140,21 @@ def make_engine(
     settings = {"application_name": "tessera", **dict(args.get("server_settings") or {})}
     args["server_settings"] = settings
     return _create_async_engine(parsed, connect_args=args, pool_pre_ping=True, **options)
+
+
+def make_write_lock(engine: AsyncEngine) -> AbstractAsyncContextManager[Any]:
+    """What one process's write transactions hold: an ``asyncio.Lock`` on SQLite, nothing
+    on PostgreSQL.
+
+    SQLite has one writer at a time, and a connection that finds the write lock taken waits
+    in its busy handler, which sleeps up to 100 ms at a time: a busy commit queue could keep
+    another writer asleep until it gives up ("database is locked") and stall itself behind
+    one. Taking turns in the event loop first costs nothing of that kind. The store and the
+    commit queue of one server share one (see ``runtime.open_storage``).
+    """
+    if is_sqlite(engine):
+        return asyncio.Lock()
+    return contextlib.nullcontext()
 
 
 def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -17,7 +17,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -36,7 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
-from .db import is_sqlite, make_session_factory
+from .db import is_sqlite, make_session_factory, make_write_lock
 from .errors import Conflict, InvalidCursor, NameTaken
 from .models import (
     TOKEN_KINDS,
@@ -61,7 +61,7 @@ from .records import (
     User,
     UserKind,
 )
-from .writer import GameFinished, write_items
+from .writer import GameCreated, GameFinished, write_items
 
 MAX_PAGE = 200
 GAME_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base 32, lower case
@@ -95,10 +95,17 @@ class Store:
     """Queries and small writes over one engine; cheap to build, holds no connection."""
 
     def __init__(
-        self, engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession] | None = None
+        self,
+        engine: AsyncEngine,
+        sessions: async_sessionmaker[AsyncSession] | None = None,
+        *,
+        write_lock: AbstractAsyncContextManager[Any] | None = None,
     ) -> None:
+        """``write_lock`` is held by every write transaction (``db.make_write_lock``); share
+        it with the CommitQueue of the same engine."""
         self.engine = engine
         self.sessions = sessions if sessions is not None else make_session_factory(engine)
+        self.writing = write_lock if write_lock is not None else make_write_lock(engine)
 
     # -- users ---------------------------------------------------------------------------
 
@@ -126,7 +133,7 @@ class Store:
             failed_logins=0,
         )
         try:
-            async with self.sessions() as session, session.begin():
+            async with self.writing, self.sessions() as session, session.begin():
                 session.add(row)
         except IntegrityError as exc:
             raise NameTaken(f"the name {name!r} is taken") from exc
@@ -146,7 +153,7 @@ class Store:
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> None:
         """Replace a stored password hash (a new password, or a rehash with new parameters)."""
         check_fits(UserRow, "password_hash", password_hash)
-        async with self.engine.begin() as conn:
+        async with self.writing, self.engine.begin() as conn:
             await conn.execute(
                 update(_USERS).where(_USERS.c.id == user_id).values(password_hash=password_hash)
             )
@@ -167,7 +174,7 @@ class Store:
         """
         moment = _now(now)
         by_id = update(_USERS).where(_USERS.c.id == user_id).returning(*_USERS.c)
-        async with self.engine.begin() as conn:
+        async with self.writing, self.engine.begin() as conn:
             row = (
                 await conn.execute(by_id.values(failed_logins=_USERS.c.failed_logins + 1))
             ).one_or_none()
@@ -180,7 +187,7 @@ class Store:
 
     async def reset_failures(self, user_id: int) -> None:
         """Forget failed logins and lift the lock (after a successful login)."""
-        async with self.engine.begin() as conn:
+        async with self.writing, self.engine.begin() as conn:
             await conn.execute(
                 update(_USERS)
                 .where(_USERS.c.id == user_id)
@@ -215,7 +222,7 @@ class Store:
             expires_at=expires_at,
         )
         try:
-            async with self.sessions() as session, session.begin():
+            async with self.writing, self.sessions() as session, session.begin():
                 session.add(row)
         except IntegrityError as exc:
             raise Conflict(f"no user {user_id} to issue a token to") from exc
@@ -244,7 +251,7 @@ class Store:
             return None
         user_row, token_id, last_used_at = found
         if last_used_at is None or moment - last_used_at >= TOKEN_TOUCH_INTERVAL:
-            async with self.engine.begin() as conn:
+            async with self.writing, self.engine.begin() as conn:
                 await conn.execute(
                     update(_TOKENS).where(_TOKENS.c.id == token_id).values(last_used_at=moment)
                 )
@@ -273,7 +280,7 @@ class Store:
         return await self._revoke(condition, _now(now))
 
     async def _revoke(self, condition: list[ColumnElement[bool]], now: datetime) -> bool:
-        async with self.engine.begin() as conn:
+        async with self.writing, self.engine.begin() as conn:
             result = await conn.execute(update(_TOKENS).where(*condition).values(revoked_at=now))
         return result.rowcount > 0
 
@@ -307,31 +314,17 @@ class Store:
         ``created_at``, when the first player's clock starts.
         """
         created = _now(created_at)
-        check_fits(GameRow, "game_key", game_key)
-        check_fits(GameRow, "rules_version", rules_version)
-        check_fits(GameRow, "id", game_id)
         for attempt in range(3):
-            row = GameRow(
-                id=game_id or new_game_id(),
-                game_key=game_key,
-                options=dict(options),
-                clock=dict(clock),
-                rules_version=rules_version,
-                player0_id=player_ids[0],
-                player1_id=player_ids[1],
-                status="playing",
-                created_at=created,
-                started_at=started_at or created,
-                last_seq=seq,
-            )
+            item = GameCreated(game_id or new_game_id(), game_key, dict(options), dict(clock),
+                               rules_version, player_ids, seq, created, started_at or created)
             try:
-                async with self.sessions() as session, session.begin():
-                    session.add(row)
+                async with self.writing, self.engine.begin() as conn:
+                    await write_items(conn, [item])
             except IntegrityError as exc:
                 if game_id is None and attempt < 2:
                     continue  # perhaps the random id was taken; the ids are fresh each try
-                raise Conflict(f"cannot create game {row.id!r}: {exc.orig}") from exc
-            return row.id
+                raise Conflict(f"cannot create game {item.game_id!r}: {exc.orig}") from exc
+            return item.game_id
         raise AssertionError("unreachable")
 
     async def finish_game(
@@ -346,7 +339,7 @@ class Store:
     ) -> None:
         """End a game outside the commit queue; GameNotPlaying if unknown or already over."""
         item = GameFinished(game_id, winner, reason, seq, ended_at, status)
-        async with self.engine.begin() as conn:
+        async with self.writing, self.engine.begin() as conn:
             [error] = await write_items(conn, [item])
         if error is not None:
             raise error

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .db import SqliteSynchronous, make_engine
+from .db import SqliteSynchronous, make_engine, make_write_lock
 from .migrate import upgrade
 from .repo import Store
 from .writer import CommitQueue
@@ -46,10 +46,11 @@ async def open_storage(
     try:
         if migrate:
             await upgrade(engine)
-        writer = CommitQueue(engine, max_batch=max_batch, on_commit=on_commit)
+        lock = make_write_lock(engine)  # the store's writes and the queue's take turns
+        writer = CommitQueue(engine, max_batch=max_batch, on_commit=on_commit, write_lock=lock)
         writer.start()
         try:
-            yield Storage(engine, Store(engine), writer)
+            yield Storage(engine, Store(engine, write_lock=lock), writer)
         finally:
             await writer.close()
     finally:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -40,6 +41,7 @@ from sqlalchemy import Table, Update, insert, update
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from .db import make_write_lock
 from .errors import Conflict, GameNotPlaying, StorageError, WriteFailed, WriterClosed
 from .models import ChatRow, GameRow, MoveRow, check_fits
 from .records import FinishedStatus
@@ -74,6 +76,34 @@ class MovePlayed:
         check_fits(MoveRow, "move", self.move)
         check_fits(MoveRow, "game_id", self.game_id)
         _check_aware("played_at", self.played_at)
+
+
+@dataclass(frozen=True, slots=True)
+class GameCreated:
+    """A new game in progress, under an id its creator chose (``repo.new_game_id()``).
+
+    ``seq`` is the game's event number at creation; ``started_at`` when the first player's
+    clock starts. Starting games through the commit queue batches them with the moves of
+    the games already running, instead of a transaction (and an fsync) each.
+    """
+
+    game_id: str
+    game_key: str
+    options: dict[str, Any]
+    clock: dict[str, Any]
+    rules_version: str
+    player_ids: tuple[int, int]
+    seq: int
+    created_at: datetime
+    started_at: datetime
+
+    def __post_init__(self) -> None:
+        check_fits(GameRow, "id", self.game_id)
+        check_fits(GameRow, "game_key", self.game_key)
+        check_fits(GameRow, "rules_version", self.rules_version)
+        _check_at_least("seq", self.seq, 0)
+        _check_aware("created_at", self.created_at)
+        _check_aware("started_at", self.started_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +174,7 @@ def _check_aware(name: str, value: datetime) -> None:
         raise ValueError(f"{name} must be an aware datetime, not {value!r}")
 
 
-Item = MovePlayed | ChatSent | GameFinished | SeqAdvanced
+Item = GameCreated | MovePlayed | ChatSent | GameFinished | SeqAdvanced
 
 
 @dataclass(slots=True)
@@ -161,8 +191,12 @@ class WriterStats:
 async def write_items(conn: AsyncConnection, items: Sequence[Item]) -> list[StorageError | None]:
     """Write items inside the caller's transaction; per item, None or why it was not applied.
 
-    Raises IntegrityError if any item breaks a constraint: the caller rolls back.
+    Raises IntegrityError if any item breaks a constraint: the caller rolls back. New games
+    are written first, so a batch may also hold their first events.
     """
+    games = [_game_params(item) for item in items if isinstance(item, GameCreated)]
+    if games:
+        await conn.execute(insert(_GAMES), games)
     moves = [_move_params(item) for item in items if isinstance(item, MovePlayed)]
     chat = [_chat_params(item) for item in items if isinstance(item, ChatSent)]
     if moves:
@@ -181,6 +215,22 @@ async def write_items(conn: AsyncConnection, items: Sequence[Item]) -> list[Stor
             if result.rowcount != 1:
                 outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
     return outcomes
+
+
+def _game_params(item: GameCreated) -> dict[str, Any]:
+    return {
+        "id": item.game_id,
+        "game_key": item.game_key,
+        "options": item.options,
+        "clock": item.clock,
+        "rules_version": item.rules_version,
+        "player0_id": item.player_ids[0],
+        "player1_id": item.player_ids[1],
+        "status": "playing",
+        "created_at": item.created_at,
+        "started_at": item.started_at,
+        "last_seq": item.seq,
+    }
 
 
 def _move_params(item: MovePlayed) -> dict[str, Any]:
@@ -233,10 +283,12 @@ class CommitQueue:
         max_batch: int = 256,
         max_pending: int = 10_000,
         on_commit: Callable[[int], None] | None = None,
+        write_lock: AbstractAsyncContextManager[Any] | None = None,
     ) -> None:
         """``on_commit(n)`` is called after each committed transaction of ``n`` items
         (e.g. to feed a batch-size histogram); ``max_pending`` bounds the queue, so
-        submitters wait when the database falls that far behind."""
+        submitters wait when the database falls that far behind; ``write_lock`` is held
+        by each transaction (share the Store's, see ``db.make_write_lock``)."""
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, not {max_batch}")
         self._engine = engine
@@ -245,6 +297,7 @@ class CommitQueue:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._on_commit = on_commit
+        self._writing = write_lock if write_lock is not None else make_write_lock(engine)
         self.stats = WriterStats()
 
     @property
@@ -266,7 +319,8 @@ class CommitQueue:
         Raises Conflict (the item breaks a rule; not stored), WriteFailed (the database
         failed; not stored) or WriterClosed (not queued).
         """
-        if not isinstance(item, MovePlayed | ChatSent | GameFinished | SeqAdvanced):
+        if not isinstance(item, GameCreated | MovePlayed | ChatSent | GameFinished
+                          | SeqAdvanced):
             raise TypeError(f"cannot store {type(item).__name__}")
         if self._closed or not self.running:
             raise WriterClosed("the commit queue is not running")
@@ -343,7 +397,7 @@ class CommitQueue:
         self.stats.batches += 1
         items = [item for item, _ in batch]
         try:
-            async with self._engine.begin() as conn:
+            async with self._writing, self._engine.begin() as conn:
                 outcomes = await write_items(conn, items)
         except (IntegrityError, DataError):
             self.stats.isolated += 1
@@ -363,7 +417,7 @@ class CommitQueue:
         for item, future in batch:
             outcome: StorageError | None
             try:
-                async with self._engine.begin() as conn:
+                async with self._writing, self._engine.begin() as conn:
                     [outcome] = await write_items(conn, [item])
                 self._committed(1)
             except IntegrityError as exc:

@@ -14,6 +14,7 @@ from server.storage import (
     ChatSent,
     CommitQueue,
     Conflict,
+    GameCreated,
     Item,
     Store,
     User,
@@ -21,11 +22,12 @@ from server.storage import (
     WriterClosed,
     current_revision,
     head_revision,
+    make_write_lock,
     open_storage,
 )
 
 from .conftest import Database
-from .test_games import move, new_game
+from .test_games import FISCHER, move, new_game
 
 
 @contextmanager
@@ -208,3 +210,58 @@ async def test_a_numbered_event_without_a_row_advances_the_stored_seq(
     await writer.submit(SeqAdvanced(game_id, before.last_seq))  # older: never goes back
     after = await store.get_game_record(game_id)
     assert after is not None and after.last_seq == before.last_seq + 1
+
+
+async def test_games_are_created_in_the_batches_of_other_games_moves(
+    store: Store, engine: AsyncEngine, writer: CommitQueue, players: tuple[User, User]
+) -> None:
+    running = await new_game(store, players)
+    when = move(running, 0).played_at
+
+    def created(game_id: str) -> GameCreated:
+        return GameCreated(game_id, "hadron", {"size": 5}, FISCHER, "1",
+                           (players[0].id, players[1].id), 1, when, when)
+
+    with counting_commits(engine) as commits:
+        outcomes = await asyncio.gather(
+            writer.submit(created("newgame1")), writer.submit(move(running, 0)),
+            writer.submit(created("newgame2")), writer.submit(created(running)),  # taken
+            return_exceptions=True)
+    assert [type(o).__name__ for o in outcomes] == ["NoneType", "NoneType", "NoneType",
+                                                     "Conflict"]
+    record = await store.get_game_record("newgame1")
+    assert record is not None and record.info.status == "playing"
+    assert record.info.options == {"size": 5} and record.info.last_seq == 1
+    await writer.submit(move("newgame2", 0))  # a created game takes moves at once
+    assert len(commits) <= 4  # one batch, then the three items retried one by one
+    assert await stored_moves(engine) == {(running, 0), ("newgame2", 0)}
+
+
+async def test_the_store_and_the_queue_take_turns_to_write(db: Database) -> None:
+    # Writers of one process wait for each other in the event loop, not in SQLite's busy
+    # handler: with no busy timeout at all, a store writing while the queue commits moves
+    # would fail at once with "database is locked".
+    await db.upgrade()
+    engine = db.engine(busy_timeout_ms=0)
+    lock = make_write_lock(engine)
+    store = Store(engine, write_lock=lock)
+    players = (await store.create_user("Alice", "human"),
+               await store.create_user("Bob", "human"))
+    games = [await new_game(store, players, created=n) for n in range(10)]
+    async with CommitQueue(engine, write_lock=lock) as writer:
+
+        async def play(game_id: str) -> None:
+            for ply in range(20):
+                await writer.submit(move(game_id, ply))
+
+        async def start_games() -> list[str]:
+            return [await new_game(store, players, created=n) for n in range(20)]
+
+        async def sign_up() -> None:
+            for n in range(20):
+                await store.create_user(f"guest{n}", "guest")
+
+        _, started, _ = await asyncio.gather(
+            asyncio.gather(*(play(g) for g in games)), start_games(), sign_up())
+    assert len(set(started)) == 20
+    assert len(await stored_moves(engine)) == 200
