@@ -226,10 +226,8 @@ class GameServer:
         for seat in (0, 1):
             left = record.remaining_ms(seat)
             remaining.append(left if left is not None else initial)
-        names = info.players
-        # kinds are not needed for play; the listing shows them from the users table
-        seats = (Seat(info.player_ids[0], names[0], "human"),
-                 Seat(info.player_ids[1], names[1], "human"))
+        seats = (Seat(info.player_ids[0], info.players[0], info.player_kinds[0]),
+                 Seat(info.player_ids[1], info.players[1], info.player_kinds[1]))
         room = self._room(
             game_id=info.id, state=state, control=control, seats=seats,
             played=played_moves((m.ply, m.move, m.player, m.ms_used, m.clock_ms)
@@ -239,21 +237,12 @@ class GameServer:
         room.move_seqs.update((m.ply, m.seq) for m in record.moves)
         return room
 
-    async def fix_seat_kinds(self) -> None:
-        """Restored rooms learn their players' account kinds (human, guest, bot)."""
-        for room in self.rooms.values():
-            seats = []
-            for seat in room.seats:
-                user = await self.store.get_user(seat.user_id)
-                seats.append(Seat(seat.user_id, seat.name, user.kind if user else seat.kind))
-            room.seats = (seats[0], seats[1])
-
     # -- history ----------------------------------------------------------------------------
     async def stored_snapshot(self, game_id: str) -> p.Snapshot:
         record = await self.store.get_game_record(game_id)
         if record is None:
             raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
-        wire = record_to_wire(record, await self._kinds(record.info.player_ids))
+        wire = record_to_wire(record)
         return p.Snapshot(
             game_id=wire.game_id, game=wire.game, options=wire.options, clock=wire.clock,
             players=wire.players, status=wire.status, moves=wire.moves,
@@ -264,14 +253,7 @@ class GameServer:
         record = await self.store.get_game_record(game_id)
         if record is None:
             raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
-        return record_to_wire(record, await self._kinds(record.info.player_ids))
-
-    async def _kinds(self, user_ids: tuple[int, int]) -> tuple[str, str]:
-        kinds = []
-        for uid in user_ids:
-            user = await self.store.get_user(uid)
-            kinds.append(user.kind if user else "human")
-        return kinds[0], kinds[1]
+        return record_to_wire(record)
 
     async def list_games(self, m: p.ListGames) -> p.GameList:
         """Games in progress (from memory, newest first), then finished ones (from storage).
@@ -305,18 +287,9 @@ class GameServer:
         if room_left == 0:
             return p.GameList(id=m.id, games=tuple(games),
                               next_cursor="F" if page.games else None)
-        kinds: dict[int, str] = {}
         for info in page.games:
-            if m.result == "loss" and (info.winner is None
-                                       or info.players[info.winner].lower() == (
-                                           m.player or "").lower()):
-                continue
-            names = []
-            for uid, name in zip(info.player_ids, info.players, strict=True):
-                if uid not in kinds:
-                    user = await self.store.get_user(uid)
-                    kinds[uid] = user.kind if user else "human"
-                names.append(p.User(name=name, kind=kinds[uid]))  # type: ignore[arg-type]
+            names = [p.User(name=name, kind=kind)
+                     for name, kind in zip(info.players, info.player_kinds, strict=True)]
             games.append(p.Summary(
                 game_id=info.id, game=info.game_key, options=info.options,
                 clock=clock_from_wire(info.clock), players=(names[0], names[1]),
@@ -342,7 +315,8 @@ class GameServer:
         try:
             return await self.store.list_games(
                 player=m.player, winner=m.player if m.result == "win" else None,
-                game_key=m.game, status=None, limit=limit, cursor=cursor)
+                loser=m.player if m.result == "loss" else None, game_key=m.game,
+                status=None, limit=limit, cursor=cursor)
         except ValueError as exc:
             raise p.BadRequest(f"list_games: {exc}", request_id=m.id) from None
 
@@ -363,14 +337,16 @@ def _live_summary(room: GameRoom) -> p.Summary:
         ply=room.state.ply, created_ms=room.created_ms)
 
 
-def record_to_wire(record: GameRecord, kinds: tuple[str, str]) -> p.Record:
+def record_to_wire(record: GameRecord) -> p.Record:
+    """The protocol's form of a stored game (``get_game`` and ``tessera dump``)."""
     info = record.info
+    kinds = info.player_kinds
     finished = info.status != "playing"
     return p.Record(
         game_id=info.id, game=info.game_key, options=info.options,
         clock=clock_from_wire(info.clock),
-        players=(p.User(name=info.players[0], kind=kinds[0]),  # type: ignore[arg-type]
-                 p.User(name=info.players[1], kind=kinds[1])),  # type: ignore[arg-type]
+        players=(p.User(name=info.players[0], kind=kinds[0]),
+                 p.User(name=info.players[1], kind=kinds[1])),
         status="over" if finished else "playing",
         moves=tuple(played_moves((m.ply, m.move, m.player, m.ms_used, m.clock_ms)
                                  for m in record.moves)),
@@ -414,7 +390,6 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                             on_commit=metrics.commit_batch.observe) as storage:
         gs = GameServer(settings, storage, metrics)
         await gs.restore()
-        await gs.fix_seat_kinds()
 
         async def handler(ws: ServerConnection) -> None:
             session = Session(ws, gs)

@@ -113,25 +113,14 @@ async def _dump(args: argparse.Namespace, db_url: str) -> int:
         store = Store(engine)
         ids = list(args.game_ids)
         if args.all:
-            from sqlalchemy import select
-
-            from .storage.models import GameRow
-
-            async with engine.connect() as conn:
-                rows = await conn.execute(select(GameRow.id).order_by(GameRow.created_at,
-                                                                      GameRow.id))
-                ids += [row[0] for row in rows]
+            ids += await store.list_game_ids()
         for game_id in ids:
             record = await store.get_game_record(game_id)
             if record is None:
                 print(f"error: no game {game_id}", file=sys.stderr)
                 missing += 1
                 continue
-            kinds = []
-            for uid in record.info.player_ids:
-                user = await store.get_user(uid)
-                kinds.append(user.kind if user else "human")
-            wire = record_to_wire(record, (kinds[0], kinds[1])).to_wire()
+            wire = record_to_wire(record).to_wire()
             print(json.dumps(wire, separators=(",", ":")), flush=True)
     finally:
         await engine.dispose()
