@@ -40,7 +40,6 @@ class Settings:
     grace_ms: int = 30_000  # an absent opponent may be claimed against after this
     login_lockout_after: int = 5
     login_lockout_base_s: float = 30.0
-    seek_ttl_s: float = 3600.0
     server_name: str = "tessera"
     event_log_limit: int = 4096  # events kept in memory per game for resume
     revocation_poll_s: float = 1.0  # connections on a revoked token are closed this soon
