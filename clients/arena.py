@@ -35,7 +35,6 @@ import math
 import os
 import re
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +49,7 @@ from clients.bots import BOTS, Bot, make_bot
 from clients.bots.match import elo_difference, wilson_interval
 from clients.bridge import EngineBot
 from clients.connection import Disconnected, ServerError
+from clients.localserver import LocalServer
 from clients.sdk.cli import load_bot_class
 from clients.sdk.policy import Policy
 from clients.sdk.runner import BotRunner, ChallengeDeclined, FatalError, GameResult
@@ -107,60 +107,6 @@ def account_name(index: int, label: str) -> str:
     """A valid user name for entrant ``index``: ``arena1-mcts``."""
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", label).strip("-") or "bot"
     return f"arena{index + 1}-{slug}"[:20]
-
-
-# -- the throwaway local server ----------------------------------------------------------------
-class LocalServer:
-    """``python -m server serve`` on a free port, as a subprocess (never imported)."""
-
-    def __init__(self, db_url: str, workdir: Path) -> None:
-        self.db_url = db_url
-        self.workdir = workdir
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.port = 0
-        self.log_path = workdir / "server.log"
-
-    @property
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/ws"
-
-    def start(self, timeout: float = READY_TIMEOUT_S) -> None:
-        ready = self.workdir / "port"
-        ready.unlink(missing_ok=True)
-        with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "server", "serve", "--port", "0", "--db", self.db_url,
-                 "--ready-file", str(ready), "--log-level", "warning"],
-                stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while not (ready.exists() and ready.read_text().strip()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the local server did not start; see {self.log_path}")
-            time.sleep(0.05)
-        self.port = int(ready.read_text())
-
-    def create_bot(self, name: str) -> str:
-        """A bot token for account ``name`` (created, or given a new token if it exists)."""
-        for command in ("create-bot", "new-token"):
-            done = subprocess.run(
-                [sys.executable, "-m", "server", "admin", command, name, "--db", self.db_url],
-                capture_output=True, text=True, timeout=120)
-            found = re.search(r"^token \d+: (\S+)$", done.stdout, re.MULTILINE)
-            if done.returncode == 0 and found:
-                return found.group(1)
-            if "taken" not in done.stderr:
-                break
-        raise RuntimeError(f"cannot create bot account {name}: {done.stderr.strip()}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 # -- playing -------------------------------------------------------------------------------------
@@ -421,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(
                 prefix="tessera-arena-")))
             db = args.db or f"sqlite+aiosqlite:///{workdir / 'arena.db'}"
-            server = LocalServer(db, workdir)
+            server = LocalServer(workdir, db_url=db)
             server.start()
             stack.callback(server.stop)
             with ThreadPoolExecutor(4) as pool:  # the server has migrated the database

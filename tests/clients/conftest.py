@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import socket
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,59 +22,18 @@ import pytest
 import engine
 import protocol as p
 from clients.connection import Connection
+from clients.localserver import LocalServer
 from tests.clients.sdk_fixtures import server_proc  # noqa: F401 (the SDK tests' server)
 
 T = TypeVar("T")
-SERVER_START_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 15.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class LiveServer:
+class LiveServer(LocalServer):
     """``python -m server serve`` on a fixed port and a SQLite file; start, stop, restart."""
 
     def __init__(self, directory: Path, grace_s: float = 30.0) -> None:
-        self.directory = directory
-        self.grace_s = grace_s
-        self.db_url = f"sqlite+aiosqlite:///{directory / 'tessera.db'}"
-        self.port = free_port()
-        self.url = f"ws://127.0.0.1:{self.port}/ws"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = directory / "server.log"
-
-    def start(self) -> None:
-        ready = self.directory / "ready"
-        ready.unlink(missing_ok=True)
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "server", "serve", "--port", str(self.port),
-                 "--db", self.db_url, "--ready-file", str(ready), "--log-level", "warning",
-                 "--grace", str(self.grace_s)],
-                stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while not (ready.exists() and ready.read_text().strip()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"server did not start:\n{self.log.read_text()[-3000:]}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        super().__init__(directory, extra_args=["--grace", str(grace_s)])
 
 
 @pytest.fixture(scope="session")
@@ -100,7 +55,6 @@ def live_server_factory(tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
 
     def make(grace_s: float = 30.0) -> LiveServer:
         server = LiveServer(tmp_path / f"server{len(made)}", grace_s)
-        server.directory.mkdir()
         made.append(server)
         server.start()
         return server

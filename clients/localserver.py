@@ -1,0 +1,113 @@
+"""A Tessera server as a child process, for tools and tests that need their own.
+
+The arena, the crash test and the client tests start ``python -m server serve`` this way
+(never by importing ``server``): on a fixed free port, so clients can reconnect to the
+same address after a restart, with a SQLite file of their choosing.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class LocalServer:
+    """``python -m server serve`` in ``directory``: start, stop (SIGTERM), kill (SIGKILL).
+
+    ``extra_args`` go to ``serve`` (e.g. ``["--grace", "1"]``). The log of every start is
+    appended to ``directory/server.log``.
+    """
+
+    def __init__(self, directory: Path, *, db_url: str | None = None, port: int | None = None,
+                 extra_args: Sequence[str] = (), log_level: str = "warning") -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.db_url = db_url or f"sqlite+aiosqlite:///{directory / 'tessera.db'}"
+        self.port = port or free_port()
+        self.extra_args = list(extra_args)
+        self.log_level = log_level
+        self.log = directory / "server.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Start the server (again) and wait until it listens."""
+        self.starts += 1
+        ready = self.directory / "ready"
+        ready.unlink(missing_ok=True)
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "server", "serve", "--port", str(self.port),
+                 "--db", self.db_url, "--ready-file", str(ready),
+                 "--log-level", self.log_level, *self.extra_args],
+                stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while not (ready.exists() and ready.read_text().strip()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the server did not start:\n{self.log_tail()}")
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM and wait (SIGKILL if it does not stop in time); the exit status."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, with no close frames and nothing flushed on purpose."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+    def admin(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        """Run ``python -m server admin ARGS --db <this database>``."""
+        return subprocess.run([sys.executable, "-m", "server", "admin", *args,
+                               "--db", self.db_url],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def create_bot(self, name: str) -> str:
+        """A bot token for account ``name`` (created, or given a new token if it exists)."""
+        done = self.admin("create-bot", name)
+        if done.returncode != 0 and "taken" in done.stderr:
+            done = self.admin("new-token", name)
+        found = re.search(r"^token \d+: (\S+)$", done.stdout, re.MULTILINE)
+        if done.returncode != 0 or not found:
+            raise RuntimeError(f"cannot create bot account {name}: {done.stderr.strip()}")
+        return found.group(1)
