@@ -11,7 +11,9 @@ session token after each crash and resumes its game. At the end it checks that:
 - SQLite's ``PRAGMA integrity_check`` answers ``ok``.
 
 ``--json`` prints one JSON object as the last line with ``games``, ``finished``, ``kills``,
-``acknowledged``, ``lost``, ``duplicated``, ``replay_mismatches`` and ``integrity``.
+``acknowledged``, ``lost``, ``duplicated``, ``replay_mismatches`` and ``integrity`` (and
+``interrupted``: games in progress at one kill or more; ``reconnects``; ``seconds``). The
+run fails (exit status 1) if a check fails or the games ended before all M kills were made.
 """
 
 from __future__ import annotations
@@ -211,8 +213,19 @@ async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: 
                                      think_s)
                 players.append((player, game_id))
         tasks = [asyncio.create_task(pl.play(gid)) for pl, gid in players]
+        interrupted: set[str] = set()  # games in progress at a kill, which had to resume
         while done_kills < kills and not all(t.done() for t in tasks):
-            await asyncio.sleep(0.3 + rng.random() * 1.5)
+            # Kill after a random number of acknowledged moves, so that kills land while
+            # games are live however fast they go (with games in parallel, other moves are
+            # in flight at that moment), and at a random moment within a few milliseconds.
+            target = len(ledger.acked) + rng.randint(1, games)
+            while len(ledger.acked) < target and not all(t.done() for t in tasks):
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(rng.random() * 0.02)
+            if all(t.done() for t in tasks):
+                break
+            interrupted.update(gid for (_, gid), t in zip(players, tasks, strict=True)
+                               if not t.done())
             server.kill()
             done_kills += 1
             await asyncio.sleep(rng.random() * 0.5)
@@ -221,6 +234,7 @@ async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: 
     finally:
         server.stop()
     return {**check(db_path, db_url, ledger), "games": games, "kills": done_kills,
+            "interrupted": len(interrupted),
             "reconnects": sum(pl.reconnects for pl, _ in players)}
 
 
@@ -263,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--think", type=float, default=0.05,
-                        help="a bot waits up to this many seconds before each move")
+                        help="a bot waits up to this many seconds before each move (raise "
+                             "it if the games end before all the kills are made)")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     opts = parser.parse_args(argv)
     started = time.monotonic()
@@ -271,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         result = asyncio.run(run_chaos(opts.games, opts.kills, opts.seed, opts.think,
                                        Path(tmp)))
     result["seconds"] = round(time.monotonic() - started, 1)
-    ok = (result["finished"] == result["games"] and result["lost"] == 0
+    ok = (result["kills"] == opts.kills and result["finished"] == result["games"]
+          and result["lost"] == 0
           and result["duplicated"] == 0 and result["replay_mismatches"] == 0
           and result["integrity"] == "ok")
     if opts.json:

@@ -15,6 +15,7 @@ def test_chaos_short_run_loses_nothing() -> None:
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["kills"] == 2
     assert result["finished"] == result["games"] == 4
+    assert result["interrupted"] >= 1  # a game was in progress at a kill and resumed
     assert result["acknowledged"] > 0
     assert result["lost"] == 0
     assert result["duplicated"] == 0
