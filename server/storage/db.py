@@ -36,13 +36,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import weakref
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import event
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.ext.asyncio import create_async_engine as _create_async_engine
@@ -58,6 +59,9 @@ SQLITE_BEGIN = "tessera_sqlite_begin"
 """Execution option: the statement that opens a transaction on SQLite (default ``BEGIN``)."""
 
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
+# the settings each SQLite engine was made with, for its blocking twin
+_SQLITE_SETTINGS: weakref.WeakKeyDictionary[AsyncEngine, tuple[str, int, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary())
 
 
 def default_data_dir() -> Path:
@@ -135,11 +139,36 @@ def make_engine(
         options["poolclass"] = poolclass
     if is_sqlite(parsed):
         engine = _create_async_engine(parsed, connect_args=args, **options)
-        _install_sqlite_hooks(engine, sqlite_synchronous, busy_timeout_ms)
+        _install_sqlite_hooks(engine.sync_engine, sqlite_synchronous, busy_timeout_ms)
+        _SQLITE_SETTINGS[engine] = (sqlite_synchronous, busy_timeout_ms, args)
         return engine
     settings = {"application_name": "tessera", **dict(args.get("server_settings") or {})}
     args["server_settings"] = settings
     return _create_async_engine(parsed, connect_args=args, pool_pre_ping=True, **options)
+
+
+def make_blocking_twin(engine: AsyncEngine) -> Engine | None:
+    """A blocking engine on the same SQLite file with the same settings, or None.
+
+    For a thread that runs a whole transaction in one call (``writer.CommitQueue``): through
+    aiosqlite every statement, BEGIN and COMMIT is a round trip between the event loop and
+    the driver's thread, and on a busy loop each round trip waits a whole loop iteration.
+    None for PostgreSQL (asyncpg has no thread) and for an in-memory SQLite database (another
+    connection would not see it).
+    """
+    settings = _SQLITE_SETTINGS.get(engine)
+    database = engine.url.database
+    if settings is None or not database or database == ":memory:":
+        return None
+    synchronous, busy_timeout_ms, connect_args = settings
+    twin = create_engine(engine.url.set(drivername="sqlite+pysqlite"),
+                         connect_args=connect_args)
+    # A bulk insert as a few multi-row INSERTs ("insertmanyvalues") rather than one statement
+    # per row: each statement run lets go of the GIL and waits to take it back, which the
+    # busy event loop's thread makes slow.
+    twin.dialect.use_insertmanyvalues_wo_returning = True
+    _install_sqlite_hooks(twin, synchronous, busy_timeout_ms)
+    return twin
 
 
 def make_write_lock(engine: AsyncEngine) -> AbstractAsyncContextManager[Any]:
@@ -162,7 +191,7 @@ def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
-def _install_sqlite_hooks(engine: AsyncEngine, synchronous: str, busy_timeout_ms: int) -> None:
+def _install_sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> None:
     pragmas = (
         f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
         "PRAGMA journal_mode = WAL",
@@ -170,7 +199,7 @@ def _install_sqlite_hooks(engine: AsyncEngine, synchronous: str, busy_timeout_ms
         "PRAGMA foreign_keys = ON",
     )
 
-    @event.listens_for(engine.sync_engine, "connect")
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN, see _on_begin
         cursor = dbapi_connection.cursor()
@@ -180,6 +209,6 @@ def _install_sqlite_hooks(engine: AsyncEngine, synchronous: str, busy_timeout_ms
         finally:
             cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         connection.exec_driver_sql(connection.get_execution_options().get(SQLITE_BEGIN, "BEGIN"))

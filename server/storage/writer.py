@@ -6,7 +6,9 @@ so ``CommitQueue`` runs one asyncio task that takes everything queued since its 
 (up to ``max_batch`` items), writes it in ONE transaction with Core bulk inserts (one
 ``executemany`` per table, no ORM objects), commits, and only then resolves each caller's
 ``await queue.submit(item)``. While one commit is in flight the next batch gathers, so the
-batch size adapts to the load by itself, with no timer.
+batch size adapts to the load by itself, with no timer. On SQLite the whole transaction runs
+in one call to a thread of the queue's own (``db.make_blocking_twin``), not as a round trip
+between the event loop and the driver's thread per statement.
 
 If the database refuses the batch for what is in it (a constraint: a duplicate ``(game_id,
 ply)``, an unknown game; or data it cannot take), nothing of it was stored; the batch is then
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,11 +40,11 @@ from functools import partial
 from types import TracebackType
 from typing import Any, cast
 
-from sqlalchemy import Table, Update, insert, update
+from sqlalchemy import Connection, Table, Update, insert, update
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from .db import make_write_lock
+from .db import make_blocking_twin, make_write_lock
 from .errors import Conflict, GameNotPlaying, StorageError, WriteFailed, WriterClosed
 from .models import ChatRow, GameRow, MoveRow, check_fits
 from .records import FinishedStatus
@@ -194,24 +197,29 @@ async def write_items(conn: AsyncConnection, items: Sequence[Item]) -> list[Stor
     Raises IntegrityError if any item breaks a constraint: the caller rolls back. New games
     are written first, so a batch may also hold their first events.
     """
+    return await conn.run_sync(write_items_blocking, items)
+
+
+def write_items_blocking(conn: Connection, items: Sequence[Item]) -> list[StorageError | None]:
+    """``write_items`` on a blocking connection (the commit queue's thread on SQLite)."""
     games = [_game_params(item) for item in items if isinstance(item, GameCreated)]
     if games:
-        await conn.execute(insert(_GAMES), games)
+        conn.execute(insert(_GAMES), games)
     moves = [_move_params(item) for item in items if isinstance(item, MovePlayed)]
     chat = [_chat_params(item) for item in items if isinstance(item, ChatSent)]
     if moves:
-        await conn.execute(insert(_MOVES), moves)
+        conn.execute(insert(_MOVES), moves)
     if chat:
-        await conn.execute(insert(_CHAT), chat)
+        conn.execute(insert(_CHAT), chat)
     outcomes: list[StorageError | None] = [None] * len(items)
     for index, item in enumerate(items):
         if isinstance(item, SeqAdvanced):
-            await conn.execute(
+            conn.execute(
                 update(_GAMES)
                 .where(_GAMES.c.id == item.game_id, _GAMES.c.last_seq < item.seq)
                 .values(last_seq=item.seq))
         elif isinstance(item, GameFinished):
-            result = await conn.execute(_finish_statement(item))
+            result = conn.execute(_finish_statement(item))
             if result.rowcount != 1:
                 outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
     return outcomes
@@ -298,6 +306,10 @@ class CommitQueue:
         self._closed = False
         self._on_commit = on_commit
         self._writing = write_lock if write_lock is not None else make_write_lock(engine)
+        # SQLite: each transaction runs whole in one thread of this queue's own
+        self._blocking = make_blocking_twin(engine)
+        self._thread = None if self._blocking is None else ThreadPoolExecutor(
+            1, thread_name_prefix="tessera-commit")
         self.stats = WriterStats()
 
     @property
@@ -388,6 +400,7 @@ class CommitQueue:
             # Cancelled rather than closed (the loop is going away): fail what is left, so
             # no submitter waits forever.
             self._closed = True
+            self._stop_thread()
             while not self._queue.empty():
                 left = self._queue.get_nowait()
                 if left is not None:
@@ -397,8 +410,7 @@ class CommitQueue:
         self.stats.batches += 1
         items = [item for item, _ in batch]
         try:
-            async with self._writing, self._engine.begin() as conn:
-                outcomes = await write_items(conn, items)
+            outcomes = await self._transaction(items)
         except (IntegrityError, DataError):
             self.stats.isolated += 1
             log.warning("commit queue: batch of %d refused; retrying item by item", len(batch))
@@ -417,8 +429,7 @@ class CommitQueue:
         for item, future in batch:
             outcome: StorageError | None
             try:
-                async with self._writing, self._engine.begin() as conn:
-                    [outcome] = await write_items(conn, [item])
+                [outcome] = await self._transaction([item])
                 self._committed(1)
             except IntegrityError as exc:
                 outcome = Conflict(f"{item!r} not stored: {exc.orig}")
@@ -426,6 +437,25 @@ class CommitQueue:
             except Exception as exc:
                 outcome = _write_failed(exc)
             self._resolve(future, outcome)
+
+    async def _transaction(self, items: list[Item]) -> list[StorageError | None]:
+        """Write ``items`` in one transaction: on SQLite, in one call to this queue's thread."""
+        async with self._writing:
+            if self._thread is not None:
+                return await asyncio.get_running_loop().run_in_executor(
+                    self._thread, self._transaction_blocking, items)
+            async with self._engine.begin() as conn:
+                return await write_items(conn, items)
+
+    def _transaction_blocking(self, items: list[Item]) -> list[StorageError | None]:
+        assert self._blocking is not None
+        with self._blocking.begin() as conn:
+            return write_items_blocking(conn, items)
+
+    def _stop_thread(self) -> None:
+        if self._thread is not None and self._blocking is not None:
+            self._thread.submit(self._blocking.dispose)  # after what the thread is doing
+            self._thread.shutdown(wait=False)
 
     def _committed(self, items: int) -> None:
         self.stats.transactions += 1
