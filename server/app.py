@@ -44,10 +44,13 @@ from .rooms import (
 )
 from .session import Session
 from .storage import (
+    Conflict,
+    GameCreated,
     GameNotPlaying,
     GamePage,
     GameRecord,
     Storage,
+    new_game_id,
     open_storage,
     redact_url,
 )
@@ -147,11 +150,18 @@ class GameServer:
         control = TimeControl.from_wire(offer.clock.to_wire())
         created = now_ms()
         when = ms_to_datetime(created)
-        game_id = await self.store.create_game(
-            game_key=game.key, options=dict(state.options), clock=control.to_wire(),
-            rules_version=game.rules_version,
-            player_ids=(members[0].user_id, members[1].user_id), seq=1,
-            created_at=when, started_at=when)
+        # through the commit queue: stored in the same transaction as other games' moves
+        for attempt in range(3):
+            created_item = GameCreated(
+                new_game_id(), game.key, dict(state.options), control.to_wire(),
+                game.rules_version, (members[0].user_id, members[1].user_id), 1, when, when)
+            try:
+                await self.writer.submit(created_item)
+                break
+            except Conflict:
+                if attempt == 2:
+                    raise  # not a taken random id, then
+        game_id = created_item.game_id
         seats = (Seat(members[0].user_id, members[0].name, members[0].kind),
                  Seat(members[1].user_id, members[1].name, members[1].kind))
         room = self._room(game_id=game_id, state=state, control=control, seats=seats,
