@@ -62,8 +62,9 @@ def hypothesis_run(examples: int) -> dict[str, Any]:
     failure = None
     try:
         fuzz()
-    except Exception as exc:  # hypothesis re-raises the shrunk failure
-        failure = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # hypothesis re-raises the shrunk failure, with it in a note
+        notes = " ".join(getattr(exc, "__notes__", []))
+        failure = f"{type(exc).__name__}: {exc} {notes}".strip()
     return {"engine": "hypothesis", "examples": seen[0],
             "seconds": round(time.perf_counter() - started, 1), "failure": failure}
 
