@@ -84,6 +84,7 @@ class Lobby:
 
     def __init__(self, max_open_seeks: int = MAX_OPEN_SEEKS) -> None:
         self.members: dict[int, Member] = {}
+        self._by_name: dict[str, Member] = {}  # by lower-case name, for challenges
         self.seeks: dict[int, OpenSeekEntry] = {}
         self.challenges: dict[int, ChallengeEntry] = {}
         self.subscribers: set[Any] = set()
@@ -95,6 +96,7 @@ class Lobby:
         member = self.members.get(user_id)
         if member is None:
             member = self.members[user_id] = Member(user_id, name, kind)
+            self._by_name[name.lower()] = member
             self._tell_subscribers(PlayerOnline(user=member.wire()))
         member.sessions.add(session)
         return member
@@ -106,6 +108,8 @@ class Lobby:
         if member.sessions:
             return
         del self.members[member.user_id]
+        if self._by_name.get(member.name.lower()) is member:
+            del self._by_name[member.name.lower()]
         for entry in [s for s in self.seeks.values() if s.owner is member]:
             self.remove_seek(entry.seek_id)
         for ch in [c for c in self.challenges.values()
@@ -114,8 +118,7 @@ class Lobby:
         self._tell_subscribers(PlayerOffline(name=member.name))
 
     def by_name(self, name: str) -> Member | None:
-        key = name.lower()
-        return next((m for m in self.members.values() if m.name.lower() == key), None)
+        return self._by_name.get(name.lower())
 
     def _tell_subscribers(self, event: Any) -> None:
         if not self.subscribers:

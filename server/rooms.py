@@ -432,14 +432,24 @@ class GameRoom:
 
     # -- clocks ---------------------------------------------------------------------------------
     def _arm_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        """Have ``_timeout`` run when the player to move runs out of time.
+
+        A timer already set to fire no later is kept (it usually is: a Fischer player's
+        flag only moves away): when it fires early, ``_timeout`` finds the flag not down yet
+        and sets a new one. So a move does not cost a timer of its own.
+        """
         flag = self.clock.flag_at(self.state.to_move)
         if flag is None or self.status != PLAYING:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             return
         loop = asyncio.get_running_loop()
         delay = max(0.0, (flag - now_ms()) / 1000)
+        if self._timer is not None:
+            if self._timer.when() <= loop.time() + delay:
+                return
+            self._timer.cancel()
         self._timer = loop.call_later(delay, self._flag_fell)
 
     def _flag_fell(self) -> None:

@@ -21,6 +21,7 @@ migrations can refer to them on every backend (SQLite batch mode needs names).
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -98,11 +99,19 @@ def check_fits(row_class: type[Base], field: str, value: str | None) -> None:
     PostgreSQL enforces VARCHAR lengths and SQLite does not; checking before writing makes
     both refuse the same values, with a clear message instead of a driver error.
     """
-    length = getattr(row_class.__table__.c[field].type, "length", None)
-    if value is not None and length is not None and len(value) > length:
+    if value is None:
+        return
+    length = _column_length(row_class, field)
+    if length is not None and len(value) > length:
         raise ValueError(
             f"{row_class.__tablename__}.{field} holds at most {length} characters: {value!r}"
         )
+
+
+@functools.cache
+def _column_length(row_class: type[Base], field: str) -> int | None:
+    length: int | None = getattr(row_class.__table__.c[field].type, "length", None)
+    return length
 
 
 class UserRow(Base):

@@ -337,14 +337,15 @@ class CommitQueue:
         if self._closed or not self.running:
             raise WriterClosed("the commit queue is not running")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        await self._queue.put((item, future))
-        if not self.running and not future.done():  # it stopped while we waited for room
-            future.set_exception(WriterClosed("the commit queue stopped"))
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            future.add_done_callback(_log_unobserved_failure)
-            raise
+        if self._queue.full():
+            await self._queue.put((item, future))
+            if not self.running and not future.done():  # it stopped while we waited for room
+                future.set_exception(WriterClosed("the commit queue stopped"))
+        else:
+            self._queue.put_nowait((item, future))
+        # A submitter cancelled here cancels only its future: the item stays queued and is
+        # written; if it then fails, the failure is logged, as nobody is left to hear it.
+        await future
 
     async def close(self) -> None:
         """Stop accepting items, write everything already queued, and stop the task."""
@@ -472,8 +473,7 @@ class CommitQueue:
                 future.set_result(None)
         else:
             self.stats.failed += 1
-            if not future.done():
-                future.set_exception(outcome)
+            _set_failed(future, outcome)
 
 
 def _write_failed(exc: BaseException) -> WriteFailed:
@@ -484,11 +484,11 @@ def _write_failed(exc: BaseException) -> WriteFailed:
 
 def _fail(batch: list[_Entry], make_error: Callable[[], StorageError]) -> None:
     for _, future in batch:
-        if not future.done():
-            future.set_exception(make_error())
+        _set_failed(future, make_error())
 
 
-def _log_unobserved_failure(future: asyncio.Future[None]) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        log.error("commit queue: an item whose submitter went away was not stored: %s",
-                  future.exception())
+def _set_failed(future: asyncio.Future[None], error: StorageError) -> None:
+    if future.cancelled():
+        log.error("commit queue: an item whose submitter went away was not stored: %s", error)
+    elif not future.done():
+        future.set_exception(error)
