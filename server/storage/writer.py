@@ -30,6 +30,7 @@ A caller cancelled while waiting does not withdraw its item: it is still written
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -308,6 +309,7 @@ class CommitQueue:
         self._writing = write_lock if write_lock is not None else make_write_lock(engine)
         # SQLite: each transaction runs whole in one thread of this queue's own
         self._blocking = make_blocking_twin(engine)
+        self._held: Connection | None = None  # the thread's connection
         self._thread = None if self._blocking is None else ThreadPoolExecutor(
             1, thread_name_prefix="tessera-commit")
         self.stats = WriterStats()
@@ -449,13 +451,29 @@ class CommitQueue:
                 return await write_items(conn, items)
 
     def _transaction_blocking(self, items: list[Item]) -> list[StorageError | None]:
+        """In the queue's thread, on the connection it keeps (no pool round per batch)."""
         assert self._blocking is not None
-        with self._blocking.begin() as conn:
-            return write_items_blocking(conn, items)
+        if self._held is None:
+            self._held = self._blocking.connect()
+        try:
+            with self._held.begin():
+                return write_items_blocking(self._held, items)
+        except (IntegrityError, DataError):
+            raise  # the data's fault: the connection is fine
+        except Exception:
+            self._close_held()  # a new connection for the next transaction
+            raise
+
+    def _close_held(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            with contextlib.suppress(Exception):
+                held.close()
 
     def _stop_thread(self) -> None:
         if self._thread is not None and self._blocking is not None:
-            self._thread.submit(self._blocking.dispose)  # after what the thread is doing
+            self._thread.submit(self._close_held)  # after what the thread is doing
+            self._thread.submit(self._blocking.dispose)
             self._thread.shutdown(wait=False)
 
     def _committed(self, items: int) -> None:
