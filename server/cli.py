@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import resource
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .config import Settings, default_db_url
 from .logs import setup as setup_logging
@@ -34,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-frame", type=int, default=16 * 1024, help="bytes per message")
     serve.add_argument("--rate", type=float, default=20.0, help="requests/s per connection")
     serve.add_argument("--ready-file", help="write the listening port here once ready")
+    serve.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], default="auto",
+                       help="event loop: uvloop (faster) if installed (auto), or asyncio's own")
     serve.add_argument("--log-level", default="info")
 
     db = sub.add_parser("db", help="database maintenance")
@@ -68,6 +71,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop ``--loop`` asks for; None for asyncio's default."""
+    if name == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if name == "uvloop":
+            raise SystemExit("tessera: --loop uvloop: uvloop is not installed") from None
+        return None
+    return uvloop.new_event_loop
+
+
+def raise_fd_limit() -> None:
+    """Let the server have as many connections open as the system allows this process."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):  # not allowed here: keep the limit there is
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .storage import normalize_url
@@ -87,7 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                             origins=args.origin or None, grace_ms=int(args.grace * 1000),
                             max_frame_bytes=args.max_frame, conn_rate=args.rate,
                             conn_burst=args.rate * 2)
-        asyncio.run(run_server(settings, args.ready_file))
+        raise_fd_limit()
+        with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
+            runner.run(run_server(settings, args.ready_file))
         return 0
     if args.command == "db":
         from .storage import redact_url, upgrade
