@@ -475,9 +475,12 @@ def _run_loadgens(mode: str, url: str, workdir: Path, shares: list[int], seconds
     return [json.loads(out.read_text()) for _, _, out in gens]
 
 
-def _serve(workdir: Path, name: str, loop: str | None) -> tuple[Proc, str]:
+def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = None
+           ) -> tuple[Proc, str]:
+    """The server as shipped; with ``stages``, timed stage by stage (``server.movecost``)."""
     db_url = f"sqlite+aiosqlite:///{workdir / (name + '.db')}"
-    args = ["-m", "server", "serve", "--port", "0", "--db", db_url,
+    module = ["-m", "server"] if stages is None else ["-m", "server.movecost", str(stages)]
+    args = [*module, "serve", "--port", "0", "--db", db_url,
             "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning"]
     if loop is not None:
         args += ["--loop", loop]
@@ -485,18 +488,29 @@ def _serve(workdir: Path, name: str, loop: str | None) -> tuple[Proc, str]:
 
 
 def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms: float,
-                    loop: str | None, workdir: Path) -> dict[str, Any]:
-    server, db_url = _serve(workdir, "server", loop)
+                    loop: str | None, workdir: Path, breakdown: bool = False
+                    ) -> dict[str, Any]:
+    stages = workdir / "stages.json" if breakdown else None
+    server, db_url = _serve(workdir, "server", loop, stages)
     cpu: list[float] = []
+
+    def window(edge: signal.Signals) -> None:
+        cpu.append(server.cpu_s())
+        if stages is not None:
+            server.popen.send_signal(edge)
+
     try:
         url = f"ws://127.0.0.1:{server.port}/ws"
         shares = _shares(games, procs)
         parts = _run_loadgens(
             "games", url, workdir, shares, seconds,
-            on_start=lambda: cpu.append(server.cpu_s()),
-            on_stop=lambda: cpu.append(server.cpu_s()),
+            on_start=lambda: window(signal.SIGUSR1), on_stop=lambda: window(signal.SIGUSR2),
             seed=seed, think_ms=think_ms)
         rss = server.rss_mb()
+        if stages is not None:
+            deadline = time.monotonic() + 10
+            while not stages.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
     finally:
         server.stop()
     stored = _stored_moves(db_url)
@@ -508,6 +522,7 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
             codes[code] = codes.get(code, 0) + n
     server_cpu = cpu[1] - cpu[0]
     moves = sum(len(part["acked"]) for part in parts)
+    extra = {} if stages is None else {"breakdown_us_per_move": _breakdown(stages, moves)}
     return {
         "elapsed_s": max(part["elapsed_s"] for part in parts),
         "games": sum(part["games"] for part in parts),
@@ -523,7 +538,19 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
         "server_cpu_us_per_move": round(server_cpu / moves * 1e6, 1) if moves else 0.0,
         "server_rss_mb": round(rss, 1),
         "loadgen_cpu_s": round(sum(part["cpu_s"] for part in parts), 2),
+        **extra,
     }
+
+
+def _breakdown(stages: Path, moves: int) -> dict[str, float]:
+    """Server CPU microseconds per move, by stage (see server/movecost.py)."""
+    timed = json.loads(stages.read_text())
+    per_move = {stage: ns / 1000 / max(1, moves) for stage, ns in timed["stages_ns"].items()}
+    total = timed["cpu_ns"] / 1000 / max(1, moves)
+    per_move["the rest (event loop, sockets, tasks, room logic)"] = total - sum(
+        per_move.values())
+    per_move["total"] = total
+    return {stage: round(us, 1) for stage, us in per_move.items()}
 
 
 def run_echo_bench(connections: int, seconds: float, procs: int, workdir: Path
@@ -595,6 +622,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="load generator processes, for the games and the echo alike")
     parser.add_argument("--loop", choices=["asyncio", "uvloop"], default=None,
                         help="the server's event loop (default: what 'tessera serve' uses)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time the server stage by stage (server/movecost.py)")
     parser.add_argument("--idle", type=int, default=0,
                         help="instead: hold this many idle authenticated connections")
     parser.add_argument("--seed", type=int, default=1)
@@ -607,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
             result = run_idle_bench(opts.idle, opts.procs, opts.loop, workdir)
         else:
             result = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
-                                     opts.think_ms, opts.loop, workdir)
+                                     opts.think_ms, opts.loop, workdir, opts.breakdown)
             echo = run_echo_bench(2 * opts.games, opts.seconds, opts.procs, workdir)
             mps = result["moves"] / result["elapsed_s"]
             eps = echo["roundtrips"] / echo["elapsed_s"]
@@ -619,7 +648,12 @@ def main(argv: list[str] | None = None) -> int:
             result["elapsed_s"] = round(result["elapsed_s"], 2)
     if not opts.json:
         for key, value in result.items():
-            print(f"{key:>24}: {value}")
+            if key == "breakdown_us_per_move":
+                print(f"{'server CPU per move':>24}:")
+                for stage, us in value.items():
+                    print(f"{us:>33.1f} us  {stage}")
+            else:
+                print(f"{key:>24}: {value}")
     else:
         print(json.dumps(result))
     return 0
