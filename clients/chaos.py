@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import random
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -37,8 +36,8 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 import engine
 import protocol as p
 
-from .bench import Proc, start
 from .connection import Connection, Disconnected, ServerError
+from .localserver import LocalServer
 
 GAMES: list[tuple[str, dict[str, Any]]] = [
     ("hadron", {"size": 5}),
@@ -161,47 +160,14 @@ async def _start_games(url: str, n: int) -> list[tuple[str, tuple[str, str], tup
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ServerProcess:
-    """The server under test, restartable on the same port and database."""
-
-    def __init__(self, workdir: Path, db_url: str, port: int) -> None:
-        self.workdir = workdir
-        self.db_url = db_url
-        self.port = port
-        self.proc: Proc | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        self.starts += 1
-        ready = self.workdir / f"ready.{self.starts}"
-        self.proc = start(["-m", "server", "serve", "--port", str(self.port), "--db",
-                           self.db_url, "--ready-file", str(ready), "--log-level", "warning"],
-                          ready, self.workdir / f"server.{self.starts}.log")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.popen.kill()
-        self.proc.popen.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.stop()
-
-
 async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: Path
                     ) -> dict[str, Any]:
     rng = random.Random(seed)
     db_path = workdir / "chaos.db"
     db_url = f"sqlite+aiosqlite:///{db_path}"
-    server = ServerProcess(workdir, db_url, free_port())
+    server = LocalServer(workdir, db_url=db_url)
     server.start()
-    url = f"ws://127.0.0.1:{server.port}/ws"
+    url = server.url
     ledger = Ledger()
     done_kills = 0
     try:
