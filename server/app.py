@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 from collections import OrderedDict
@@ -440,6 +441,25 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
     log.info("stopped: everything acknowledged is stored")
 
 
+GC_YOUNG_THRESHOLD = 10_000  # CPython's default, 700, runs the collector ~100 times a second
+
+
+def tune_gc() -> None:
+    """Make the cyclic garbage collector cheaper for a long-running server.
+
+    Nearly all of a move's garbage goes with its last reference, so the collector finds
+    little; but at CPython's default it runs about a hundred times a second under load and
+    its full collections scan every object of a thousand connections, for pauses of 100 ms
+    and more. A higher threshold for the young generation makes it run a fifteenth as
+    often, and freezing what exists once the server is up (modules, tables, restored games)
+    keeps those objects out of every later collection.
+    """
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+
+
 async def run_server(settings: Settings, ready_file: str | None = None) -> None:
     """Serve until SIGTERM or SIGINT."""
     stop = asyncio.Event()
@@ -447,6 +467,7 @@ async def run_server(settings: Settings, ready_file: str | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with running_server(settings) as running:
+        tune_gc()
         if ready_file:
             with open(ready_file, "w") as f:
                 f.write(f"{running.port}\n")
