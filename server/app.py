@@ -81,19 +81,21 @@ class GameServer:
         self.finished: OrderedDict[str, GameRoom] = OrderedDict()
         self.by_user: dict[int, set[GameRoom]] = {}
         self.sessions: set[Session] = set()
-        self._account_buckets: dict[int, TokenBucket] = {}
+        self._account_buckets: dict[tuple[str, int], TokenBucket] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def background(self, task: asyncio.Task[Any]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def account_bucket(self, user_id: int) -> TokenBucket:
-        bucket = self._account_buckets.get(user_id)
+    def account_bucket(self, user_id: int, kind: str = "requests") -> TokenBucket:
+        """An account's budget over all its connections: ``requests`` or ``chat``."""
+        bucket = self._account_buckets.get((kind, user_id))
         if bucket is None:
             s = self.settings
-            bucket = self._account_buckets[user_id] = TokenBucket(s.account_rate,
-                                                                  s.account_burst)
+            rate, burst = ((s.chat_rate, s.chat_burst) if kind == "chat"
+                           else (s.account_rate, s.account_burst))
+            bucket = self._account_buckets[kind, user_id] = TokenBucket(rate, burst)
         return bucket
 
     # -- revoked tokens -------------------------------------------------------------------------

@@ -57,7 +57,6 @@ class Session:
         self.token_digest: str | None = None  # of the token it logged in with (revocation)
         self.rooms: dict[str, GameRoom] = {}
         self.bucket = TokenBucket(settings.conn_rate, settings.conn_burst)
-        self._chat_bucket: TokenBucket | None = None  # made on the first chat line
         self.out_limit = settings.out_buffer_bytes
         self.closing = False
         self._closer: asyncio.Task[None] | None = None
@@ -341,10 +340,8 @@ class Session:
         return room
 
     async def on_chat(self, m: p.Chat) -> p.ServerMessage:
-        if self._chat_bucket is None:
-            settings = self.server.settings
-            self._chat_bucket = TokenBucket(settings.chat_rate, settings.chat_burst)
-        wait = self._chat_bucket.take()
+        assert self.user is not None
+        wait = self.server.account_bucket(self.user.id, "chat").take()
         if wait:
             raise p.ProtocolError("chat: slow down", code=p.ErrorCode.RATE_LIMITED,
                                   retry_after_ms=int(wait * 1000) + 1, game_id=m.game_id)
