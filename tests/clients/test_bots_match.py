@@ -17,20 +17,7 @@ from clients.bots.match import (
     run_match,
     wilson_interval,
 )
-
-
-class IllegalBot(Bot):
-    name = "illegal"
-
-    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
-        return "z99"
-
-
-class CrashingBot(Bot):
-    name = "crashing"
-
-    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
-        raise RuntimeError("boom")
+from tests.clients.faulty_bots import CrashingBot, IllegalBot
 
 
 class HookRecorder(Bot):

@@ -31,6 +31,7 @@ from clients.sdk.specs import (
     parse_duration_ms,
     parse_game_rules,
 )
+from tests.clients.faulty_bots import CrashingBot, IllegalBot
 from tests.clients.sdk_fixtures import ServerProcess, client, until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,20 +55,6 @@ class SlowBot(RandomBot):
     def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
         time.sleep(self.delay)
         return super().choose_move(state, budget)
-
-
-class IllegalBot(Bot):
-    name = "illegal"
-
-    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
-        return "z99"
-
-
-class CrashingBot(Bot):
-    name = "crashing"
-
-    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
-        raise RuntimeError("boom")
 
 
 class ResigningBot(Bot):
