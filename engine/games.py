@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from . import boards
 from .boards import Board
@@ -29,32 +29,35 @@ def _hexifact_board(options: Mapping[str, int | str]) -> Board:
     return boards.hexhex(n) if shape == "hexhex" else boards.limping(n)
 
 
-XODD = Game(
-    key="xodd",
-    name="Xodd",
-    players=("Black", "White"),
-    stone_chars=("B", "W"),
-    options=(Option("size", "int", 9, "side of the square board (9..13 recommended)", 2, 26),),
-    rules_version=RULES_VERSION,
-    summary_text="Drop one or two stones of either colour; the group count must end odd; "
-    "fewer own groups wins.",
-    make_board=lambda o: boards.square(int(o["size"])),
-    make_position=lambda b, o: XoddPosition(b),
-    load_position=lambda b, o, colours, ply, f: XoddPosition.from_fields(b, colours, ply, f),
-)
+def _odd_game(key: str, name: str, option: Option, make_board: Callable[[int], Board],
+              summary: str) -> Game:
+    """Xodd and Yodd share their rules and position; only the board differs."""
+    return Game(
+        key=key,
+        name=name,
+        players=("Black", "White"),
+        stone_chars=("B", "W"),
+        options=(option,),
+        rules_version=RULES_VERSION,
+        summary_text=summary,
+        make_board=lambda o: make_board(int(o["size"])),
+        make_position=lambda b, o: XoddPosition(b),
+        load_position=lambda b, o, colours, ply, f: XoddPosition.from_fields(b, colours, ply, f),
+    )
 
-YODD = Game(
-    key="yodd",
-    name="Yodd",
-    players=("Black", "White"),
-    stone_chars=("B", "W"),
-    options=(Option("size", "int", 6, "base of the hexhex board (6..9 recommended)", 2, 13),),
-    rules_version=RULES_VERSION,
-    summary_text="Xodd on a hexagonal board.",
-    make_board=lambda o: boards.hexhex(int(o["size"])),
-    make_position=lambda b, o: XoddPosition(b),
-    load_position=lambda b, o, colours, ply, f: XoddPosition.from_fields(b, colours, ply, f),
-)
+
+XODD = _odd_game(
+    "xodd", "Xodd",
+    Option("size", "int", 9, "side of the square board (9..13 recommended)", 2, 26),
+    boards.square,
+    "Drop one or two stones of either colour; the group count must end odd; "
+    "fewer own groups wins.")
+
+YODD = _odd_game(
+    "yodd", "Yodd",
+    Option("size", "int", 6, "base of the hexhex board (6..9 recommended)", 2, 13),
+    boards.hexhex,
+    "Xodd on a hexagonal board.")
 
 HADRON = Game(
     key="hadron",
