@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install serve test lint bench golden clean
+.PHONY: install serve test lint bench bench-server golden clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,14 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python -m engine.bench
+	@echo "(the engine alone; for the server under load: make bench-server, see docs/PERFORMANCE.md)"
+
+# The server under load (docs/PERFORMANCE.md): capacity, latency under a paced load, the
+# per-move CPU breakdown, and the memory of 5,000 idle connections. About three minutes.
+bench-server: $(STAMP)
+	$(BIN)/tessera bench --games 500 --seconds 20 --breakdown
+	$(BIN)/tessera bench --games 500 --seconds 20 --think-ms 400
+	$(BIN)/tessera bench --idle 5000
 
 golden: $(STAMP)
 	$(BIN)/python -m tests.engine.make_golden
