@@ -6,10 +6,11 @@ so ``CommitQueue`` runs one asyncio task that takes everything queued since its 
 (up to ``max_batch`` items), writes it in ONE transaction with Core bulk inserts (one
 ``executemany`` per table, no ORM objects), commits, and only then resolves each caller's
 ``await queue.submit(item)``. While one commit is in flight the next batch gathers, so the
-batch size adapts to the load by itself (a small batch lingers 2 ms for company, so that a
-quiet server does not pay an fsync per move). On SQLite the whole transaction runs
-in one call to a thread of the queue's own (``db.make_blocking_twin``), not as a round trip
-between the event loop and the driver's thread per statement.
+batch size adapts to the load by itself (a small batch, while several games are writing,
+lingers 2 ms for company, so that a lightly loaded server does not pay an fsync per move).
+On SQLite the whole transaction runs in one call to a thread of the queue's own
+(``db.make_blocking_twin``), not as a round trip between the event loop and the driver's
+thread per statement.
 
 If the database refuses the batch for what is in it (a constraint: a duplicate ``(game_id,
 ply)``, an unknown game; or data it cannot take), nothing of it was stored; the batch is then
@@ -301,15 +302,18 @@ class CommitQueue:
         (e.g. to feed a batch-size histogram); ``max_pending`` bounds the queue, so
         submitters wait when the database falls that far behind; ``write_lock`` is held
         by each transaction (share the Store's, see ``db.make_write_lock``). A batch of
-        fewer than ``linger_below`` items waits ``linger_s`` for more before it is
-        committed (0 to commit at once): under light load that is a commit per few moves
-        instead of one per move, for a couple of milliseconds more latency."""
+        fewer than ``linger_below`` items, after one of two items or more, waits
+        ``linger_s`` for more before it is committed (0 to commit at once): under light load
+        that is a commit per few moves instead of one per move, for a couple of
+        milliseconds more latency (like PostgreSQL's ``commit_delay`` and
+        ``commit_siblings``)."""
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, not {max_batch}")
         self._engine = engine
         self._max_batch = max_batch
         self._linger_s = linger_s
         self._linger_below = linger_below
+        self._last_batch = 0  # items in the previous batch
         self._queue: asyncio.Queue[_Entry | None] = asyncio.Queue(maxsize=max_pending)
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -391,11 +395,14 @@ class CommitQueue:
                     break
                 batch = [entry]
                 stopping = self._take_queued(batch)
-                if not stopping and len(batch) < self._linger_below and self._linger_s > 0:
-                    # A small batch: wait a moment for more, so that a lightly loaded
-                    # server does not pay a commit (an fsync) for every move or two.
+                if (not stopping and self._linger_s > 0 and len(batch) < self._linger_below
+                        and self._last_batch > 1):
+                    # A small batch while several games are writing: wait a moment for
+                    # more, so that a lightly loaded server does not pay a commit (an
+                    # fsync) for every move or two. A lone writer is not kept waiting.
                     await asyncio.sleep(self._linger_s)
                     stopping = self._take_queued(batch)
+                self._last_batch = len(batch)
                 try:
                     await self._commit(batch)
                 except asyncio.CancelledError:
