@@ -23,3 +23,18 @@ def test_bench_small_run_reports_every_field() -> None:
     assert result["moves"] > 0
     assert result["lost"] == 0
     assert result["stored"] >= result["acknowledged"]
+
+
+def test_bench_breakdown_times_the_server_stage_by_stage() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "clients.bench", "--games", "4", "--seconds", "2",
+         "--breakdown", "--think-ms", "20", "--json"],
+        capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    stages = result["breakdown_us_per_move"]
+    for stage in ("frames in", "decode", "validate", "messages", "encode+send", "store",
+                  "total"):
+        assert stage in stages, stage
+    assert stages["total"] > 0 and stages["validate"] > 0 and stages["store"] > 0
+    assert result["lost"] == 0 and result["errors"] == 0
