@@ -43,7 +43,7 @@ from .rooms import (
     refuse,
     wire_status,
 )
-from .session import Session
+from .session import Outbox, Session
 from .storage import (
     Conflict,
     GameCreated,
@@ -81,6 +81,7 @@ class GameServer:
         self.finished: OrderedDict[str, GameRoom] = OrderedDict()
         self.by_user: dict[int, set[GameRoom]] = {}
         self.sessions: set[Session] = set()
+        self.outbox = Outbox()
         self._account_buckets: dict[tuple[str, int], TokenBucket] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
 

@@ -9,8 +9,9 @@ path of a move are wrapped so that the CPU time spent inside them is added up pe
     validate      the rules (``engine.State.play``)
     messages      building server messages, with their schema checks (``Struct``)
     encode+send   encoding replies and events and handing them to the sockets, once per
-                  frame for replies, once per event for all its listeners
-                  (``Session.send``, ``GameRoom._broadcast``)
+                  frame for replies, once per event for all its listeners, and one
+                  socket write per connection and loop turn
+                  (``Session.send``, ``GameRoom._broadcast``, ``Session.flush``)
     store         the commit queue's transactions, in its own thread (bulk insert, commit)
 
 What no stage covers is the event loop, the sockets' system calls, tasks and futures, the
@@ -80,6 +81,7 @@ def install() -> None:
     _schema.Struct.__post_init__ = _timed(  # type: ignore
         "messages", _schema.Struct.__post_init__)
     Session.send = _timed("encode+send", Session.send)  # type: ignore
+    Session.flush = _timed("encode+send", Session.flush)  # type: ignore
     GameRoom._broadcast = _timed("encode+send", GameRoom._broadcast)  # type: ignore
     CommitQueue._transaction_blocking = _timed(  # type: ignore
         "store", CommitQueue._transaction_blocking)

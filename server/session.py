@@ -3,12 +3,14 @@
 The protocol's :class:`~protocol.ServerSession` keeps the connection's phase (connected ->
 greeted -> authenticated); this adapter adds I/O and rate limits.
 
-Frames go out synchronously: ``send_frame`` hands the frame to the connection's transport at
-once (``websockets.broadcast``, which never waits), so a reply or an event costs no task
-switch and an idle connection owns no writer task and no queue. What the peer has not read
-yet waits in the transport's buffer; a client that stops reading and lets more than
-``out_buffer_bytes`` pile up there is disconnected, so a slow reader cannot make the
-server's memory grow.
+Frames go out without a task: ``send_frame`` frames the message at once (websockets'
+sans-I/O protocol) and the connection joins the :class:`Outbox`, which at the end of the
+event loop's turn hands each connection's frames of that turn to its transport in one
+write. A move's ``moved`` and ``move_ack`` thus reach the mover in one system call, a reply
+or an event costs no task switch, and an idle connection owns no writer task and no queue.
+What the peer has not read yet waits in the transport's buffer; a client that stops reading
+and lets more than ``out_buffer_bytes`` pile up there is disconnected, so a slow reader
+cannot make the server's memory grow.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from websockets.asyncio.server import ServerConnection, broadcast
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State as WsState
 
 import protocol as p
 
@@ -43,6 +46,34 @@ FLUSH_TIMEOUT_S = 5.0  # how long a closing connection may take to send what is 
 Handler = Callable[["Session", Any], Awaitable[p.ServerMessage | None]]
 
 
+class Outbox:
+    """Connections with frames waiting, written once per event-loop turn.
+
+    Every frame sent during a turn of the loop is framed at once, in order, into its
+    connection's websockets protocol; one callback at the end of the turn gives each
+    connection's bytes to its transport in a single write. Anything websockets itself sends
+    meanwhile (a pong, a close frame) flushes the frames ahead of it, so order is kept.
+    """
+
+    __slots__ = ("_loop", "_waiting")
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: list[Session] = []
+
+    def add(self, session: Session) -> None:
+        if not self._waiting:
+            if self._loop is None:
+                self._loop = asyncio.get_running_loop()
+            self._loop.call_soon(self.flush)
+        self._waiting.append(session)
+
+    def flush(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for session in waiting:
+            session.flush()
+
+
 class Session:
     """The server side of one connection."""
 
@@ -59,6 +90,7 @@ class Session:
         self.bucket = TokenBucket(settings.conn_rate, settings.conn_burst)
         self.out_limit = settings.out_buffer_bytes
         self.closing = False
+        self.queued = False  # frames wait in the Outbox
         self._closer: asyncio.Task[None] | None = None
         self.bad_frames = 0
         self.peer = str(ws.remote_address[0]) if ws.remote_address else "?"
@@ -81,14 +113,32 @@ class Session:
                     await asyncio.wait_for(asyncio.shield(self._closer), FLUSH_TIMEOUT_S)
 
     def send_frame(self, frame: bytes) -> None:
-        """Send a frame now; a client that lets too much pile up unread is disconnected."""
-        if self.closing:
+        """Send a frame (it leaves with the others of this loop turn, in order); a client
+        that lets too much pile up unread is disconnected."""
+        if self.closing or self.ws.protocol.state is not WsState.OPEN:
+            return  # not open any more: skipped, as websockets.broadcast does
+        self.ws.protocol.send_binary(frame)
+        if not self.queued:
+            self.queued = True
+            self.server.outbox.add(self)
+
+    def flush(self) -> None:
+        """Hand the frames framed since the last flush to the transport, in one write."""
+        self.queued = False
+        ws = self.ws
+        writes = ws.protocol.data_to_send()
+        if not writes:
+            return  # websockets sent them already, ahead of a frame of its own
+        transport = ws.transport
+        if transport.is_closing():
             return
-        transport = self.ws.transport
-        if transport is not None and transport.get_write_buffer_size() > self.out_limit:
+        if not all(writes):  # an end of stream is queued: let websockets write it
+            ws.protocol.writes[:0] = writes
+            ws.send_data()
+            return
+        transport.write(writes[0] if len(writes) == 1 else b"".join(writes))
+        if transport.get_write_buffer_size() > self.out_limit:
             self.close(CLOSE_TOO_SLOW, "too slow: too much unread output")
-            return
-        broadcast((self.ws,), frame)  # skips a connection that is not open any more
 
     def send(self, message: p.ServerMessage) -> None:
         self.send_frame(self.proto.send(message))
