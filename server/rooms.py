@@ -341,13 +341,15 @@ class GameRoom:
         self.clock = trial
         self.seq = seq
         self.move_seqs[item.ply] = seq
-        self.played.append(PlayedMove(ply=item.ply, move=move_text, by=seat,  # type: ignore
-                                      ms_used=used, clock_ms=after))
+        # The server's own values, checked where they were made (engine, clock): built
+        # without the schema's checks, which cost more than the rest of this method.
+        self.played.append(PlayedMove.trusted(ply=item.ply, move=move_text, by=seat,
+                                              ms_used=used, clock_ms=after))
         self._metrics.moves.inc()
         clocks = self.clock.snapshot(now, new_state.to_move)
-        self._broadcast(Moved(
+        self._broadcast(Moved.trusted(
             game_id=self.game_id, seq=seq, ply=item.ply, move=move_text,
-            by=seat, ms_used=used,  # type: ignore[arg-type]
+            by=seat, ms_used=used,
             clocks_ms=None if clocks[0] is None or clocks[1] is None
             else (max(0, clocks[0]), max(0, clocks[1])),
         ))

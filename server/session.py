@@ -369,7 +369,7 @@ class Session:
     async def on_move(self, m: p.Move) -> p.ServerMessage:
         room = await self._finished_or_live(m.game_id)
         seq = await room.play(self._uid(), m)
-        return p.MoveAck(id=m.id, game_id=m.game_id, ply=m.ply, seq=seq)
+        return p.MoveAck.trusted(id=m.id, game_id=m.game_id, ply=m.ply, seq=seq)
 
     async def on_resign(self, m: p.Resign) -> p.ServerMessage:
         await (await self._finished_or_live(m.game_id)).resign(self._uid())

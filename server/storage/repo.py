@@ -84,7 +84,8 @@ def token_digest(token: str) -> str:
 
 def new_game_id() -> str:
     """A short random game id, safe in URLs and easy to read aloud."""
-    return "".join(secrets.choice(GAME_ID_ALPHABET) for _ in range(GAME_ID_LENGTH))
+    bits = secrets.randbits(5 * GAME_ID_LENGTH)  # one draw; 32 symbols = 5 bits each
+    return "".join(GAME_ID_ALPHABET[(bits >> (5 * k)) & 31] for k in range(GAME_ID_LENGTH))
 
 
 def _now(now: datetime | None) -> datetime:
