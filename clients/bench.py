@@ -12,7 +12,8 @@ All on this machine's loopback:
    goes to the wire, as the echo client's does;
 3. for the ceiling, the same shape (as many connections, as many processes) against a bare
    websockets + msgpack echo server: each client sends a move-like map and waits for its
-   reply, in a loop.
+   reply, in a loop; half of T before the games and half after, and ``ratio`` is the
+   moves per second over the echo round trips per second of both halves together.
 
 The processes connect first, then start together; the server's CPU time is read over the
 load window only. Moves acknowledged by the server are recorded by the load generator and
@@ -645,12 +646,19 @@ def main(argv: list[str] | None = None) -> int:
         if opts.idle:
             result = run_idle_bench(opts.idle, opts.procs, opts.loop, workdir)
         else:
+            # The echo runs half before and half after the games, so that a machine whose
+            # speed drifts (other work starting or ending) weighs on both sides alike.
+            half = opts.seconds / 2
+            before = run_echo_bench(2 * opts.games, half, opts.procs, workdir)
             result = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
                                      opts.think_ms, opts.loop, workdir, opts.breakdown)
-            echo = run_echo_bench(2 * opts.games, opts.seconds, opts.procs, workdir)
+            after = run_echo_bench(2 * opts.games, half, opts.procs, workdir)
             mps = result["moves"] / result["elapsed_s"]
-            eps = echo["roundtrips"] / echo["elapsed_s"]
+            eps = ((before["roundtrips"] + after["roundtrips"])
+                   / (before["elapsed_s"] + after["elapsed_s"]))
             result.update(moves_per_s=round(mps, 1), echo_roundtrips_per_s=round(eps, 1),
+                          echo_before_per_s=round(before["roundtrips"] / before["elapsed_s"], 1),
+                          echo_after_per_s=round(after["roundtrips"] / after["elapsed_s"], 1),
                           ratio=round(mps / eps, 3) if eps else 0.0,
                           think_ms=opts.think_ms, loadgen_procs=opts.procs)
             result["p50_ms"] = round(result["p50_ms"], 2)

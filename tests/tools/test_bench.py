@@ -21,6 +21,7 @@ def test_bench_small_run_reports_every_field() -> None:
                 "ratio"):
         assert key in result, key
     assert result["moves"] > 0
+    assert result["echo_before_per_s"] > 0 and result["echo_after_per_s"] > 0
     assert result["lost"] == 0
     assert result["stored"] >= result["acknowledged"]
 
