@@ -566,8 +566,10 @@ def _breakdown(stages: Path, moves: int) -> dict[str, float]:
 
 def run_echo_bench(connections: int, seconds: float, procs: int, workdir: Path
                    ) -> dict[str, Any]:
-    echo = start(["-m", "clients.bench", "_echo", str(workdir / "echo.port")],
-                 workdir / "echo.port", workdir / "echo.log")
+    port_file = workdir / "echo.port"
+    port_file.unlink(missing_ok=True)  # from an earlier echo run of the same benchmark
+    echo = start(["-m", "clients.bench", "_echo", str(port_file)], port_file,
+                 workdir / "echo.log")
     try:
         url = f"ws://127.0.0.1:{echo.port}/"
         parts = _run_loadgens("echo", url, workdir, _shares(connections, procs), seconds)
