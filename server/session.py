@@ -132,9 +132,14 @@ class Session:
         transport = ws.transport
         if transport.is_closing():
             return
-        if not all(writes):  # an end of stream is queued: let websockets write it
-            ws.protocol.writes[:0] = writes
-            ws.send_data()
+        if not all(writes):  # an end of stream follows: written as websockets does
+            for data in writes:
+                if data:
+                    transport.write(data)
+                elif transport.can_write_eof():
+                    transport.write_eof()
+                else:
+                    transport.close()
             return
         transport.write(writes[0] if len(writes) == 1 else b"".join(writes))
         if transport.get_write_buffer_size() > self.out_limit:
