@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, Engine, event, text
@@ -15,7 +19,9 @@ from server.storage import (
     CommitQueue,
     Conflict,
     GameCreated,
+    GameFinished,
     Item,
+    SeqAdvanced,
     Store,
     User,
     WriteFailed,
@@ -25,8 +31,10 @@ from server.storage import (
     make_write_lock,
     open_storage,
 )
+from server.storage.db import make_blocking_twin
+from server.storage.writer import write_items_blocking
 
-from .conftest import Database
+from .conftest import Database, at, sqlite_url
 from .test_games import FISCHER, move, new_game
 
 
@@ -267,3 +275,54 @@ async def test_the_store_and_the_queue_take_turns_to_write(db: Database) -> None
             asyncio.gather(*(play(g) for g in games)), start_games(), sign_up())
     assert len(set(started)) == 20
     assert len(await stored_moves(engine)) == 200
+
+
+async def test_sqlite_text_statements_store_what_core_stores(tmp_path: Path) -> None:
+    """On SQLite the commit queue writes moves and updates as SQL text of its own; the rows
+    must be byte for byte those Core statements write, and the outcomes the same."""
+    ids = ("aaaaaaaaaa", "bbbbbbbbbb")
+    games = [GameCreated(game_id, "xodd", {"size": 9}, FISCHER, "1", (1, 2), 1, at(0), at(0))
+             for game_id in ids]
+    moves = [dataclasses.replace(move(game_id, ply), clock_ms=None if ply % 7 == 3 else 500)
+             for ply in range(115) for game_id in ids]  # 230 moves: three INSERTs of text
+    items: list[Item] = [
+        *games, *moves,
+        SeqAdvanced(ids[0], 300),
+        SeqAdvanced(ids[0], 200),  # behind: changes nothing
+        GameFinished(ids[1], 0, "normal", 400, at(500.123456), "over"),
+        GameFinished(ids[1], None, "abort", 401, at(501), "aborted"),  # already over
+        GameFinished("cccccccccc", 1, "normal", 5, at(502), "over"),  # no such game
+    ]
+    dumps = []
+    for core in (True, False):
+        database = Database("sqlite", sqlite_url(tmp_path / f"core-{core}.db"))
+        await database.upgrade()
+        engine = database.engine()
+        store = Store(engine)
+        for name in ("ann", "bob"):
+            await store.create_user(name, "human")
+        twin = make_blocking_twin(engine)
+        assert twin is not None
+        with twin.connect() as conn, conn.begin():
+            outcomes = write_items_blocking(conn, items, core=core)
+        twin.dispose()
+        await _dispose_all(database)
+        with contextlib.closing(sqlite3.connect(tmp_path / f"core-{core}.db")) as raw:
+            dumps.append((
+                [type(outcome).__name__ for outcome in outcomes],
+                raw.execute("SELECT * FROM moves ORDER BY game_id, ply").fetchall(),
+                raw.execute("SELECT * FROM games ORDER BY id").fetchall()))
+    assert dumps[0] == dumps[1]
+    outcomes, stored_moves_, stored_games = dumps[1]
+    assert outcomes[-2:] == ["GameNotPlaying", "GameNotPlaying"]
+    assert outcomes.count("NoneType") == len(items) - 2
+    assert len(stored_moves_) == 230
+    assert len(stored_games) == 2
+    with contextlib.closing(sqlite3.connect(tmp_path / "core-False.db")) as raw:
+        assert raw.execute("SELECT id, last_seq, status FROM games ORDER BY id").fetchall() == [
+            (ids[0], 300, "playing"), (ids[1], 400, "over")]
+
+
+async def _dispose_all(database: Database) -> None:
+    for engine in database.engines:
+        await engine.dispose()
