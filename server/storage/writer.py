@@ -36,13 +36,12 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from operator import attrgetter
 from types import TracebackType
 from typing import Any, cast
 
@@ -210,24 +209,22 @@ def write_items_blocking(conn: Connection, items: Sequence[Item], *, core: bool 
                          ) -> list[StorageError | None]:
     """``write_items`` on a blocking connection (the commit queue's thread on SQLite).
 
-    On SQLite the moves and the updates go as SQL text made once (``_SqliteStatements``);
+    On SQLite the rows and the updates go as SQL text made once (``_SqliteStatements``);
     ``core=True`` writes everything through Core statements instead, the reference that
     text is tested against.
     """
     sqlite = (_SqliteStatements.of(conn) if conn.dialect.name == "sqlite" and not core
               else None)
     games = [_game_params(item) for item in items if isinstance(item, GameCreated)]
-    if games:
-        conn.execute(insert(_GAMES), games)
-    moves = [item for item in items if isinstance(item, MovePlayed)]
+    moves = [_move_params(item) for item in items if isinstance(item, MovePlayed)]
     chat = [_chat_params(item) for item in items if isinstance(item, ChatSent)]
-    if moves:
+    for table, rows in ((_GAMES, games), (_MOVES, moves), (_CHAT, chat)):  # games first
+        if not rows:
+            continue
         if sqlite is not None:
-            sqlite.insert_moves(conn, moves)
+            sqlite.insert(conn, table, rows)
         else:
-            conn.execute(insert(_MOVES), [_move_params(item) for item in moves])
-    if chat:
-        conn.execute(insert(_CHAT), chat)
+            conn.execute(insert(table), rows)
     outcomes: list[StorageError | None] = [None] * len(items)
     for index, item in enumerate(items):
         if isinstance(item, SeqAdvanced):
@@ -251,15 +248,17 @@ def write_items_blocking(conn: Connection, items: Sequence[Item], *, core: bool 
 class _SqliteStatements:
     """The statements of every batch on SQLite, as SQL text made once per dialect.
 
-    Building, caching and compiling a Core statement and processing its parameters row by
-    row cost the commit queue's thread about 60 µs a move, nearly all of it Python holding
-    the GIL that the event loop's thread is waiting for. Here the SQL is made once, from
+    Building, caching and compiling Core statements and processing their parameters row by
+    row cost the commit queue's thread about 55 µs a move, nearly all of it Python holding
+    the GIL that the event loop's thread was waiting for. Here the SQL is made once, from
     the tables' own metadata, and each value goes through its column's own bind processor
-    (so a datetime is stored exactly as Core stores it); a batch of moves is one multi-row
-    INSERT per ``ROWS`` moves. Errors are SQLAlchemy's, as with Core (``exec_driver_sql``).
+    (a datetime or a JSON value is stored exactly as Core stores it; a value met twice in a
+    batch, such as the time of moves of the same millisecond, is processed once); rows go
+    as multi-row INSERTs of up to 999 parameters (SQLite's oldest limit). Errors are
+    SQLAlchemy's, as with Core (``exec_driver_sql``).
     """
 
-    ROWS = 100  # moves per INSERT: 800 parameters, under SQLite's oldest limit of 999
+    MAX_PARAMETERS = 999
 
     _made: weakref.WeakKeyDictionary[Any, _SqliteStatements] = weakref.WeakKeyDictionary()
 
@@ -271,17 +270,10 @@ class _SqliteStatements:
         return made
 
     def __init__(self, dialect: Any) -> None:
-        quote = dialect.identifier_preparer.quote
-        columns = list(_MOVES.c)
-        self._move_columns = [column.name for column in columns]
-        self._move_values = attrgetter(*self._move_columns)  # a MovePlayed's, in order
-        self._move_processors = [(index, processor) for index, processor in enumerate(
-            _processor(column, dialect) for column in columns) if processor is not None]
-        row = "(" + ", ".join("?" * len(columns)) + ")"
-        head = (f"INSERT INTO {quote(_MOVES.name)} "
-                f"({', '.join(quote(name) for name in self._move_columns)}) VALUES ")
-        self._insert_head, self._row = head, row
-        self._inserts: dict[int, str] = {}
+        self._dialect = dialect
+        self._quote = quote = dialect.identifier_preparer.quote
+        # (table, column names) -> (INSERT head, one row's placeholders, processors)
+        self._inserts: dict[tuple[str, tuple[str, ...]], tuple[str, str, list[Any]]] = {}
         games, c = quote(_GAMES.name), {col.name: quote(col.name) for col in _GAMES.c}
         self._ended_at = _processor(_GAMES.c.ended_at, dialect)
         self._finish = (f"UPDATE {games} SET {c['status']} = ?, {c['winner']} = ?, "
@@ -290,22 +282,37 @@ class _SqliteStatements:
         self._advance = (f"UPDATE {games} SET {c['last_seq']} = ? "
                          f"WHERE {c['id']} = ? AND {c['last_seq']} < ?")
 
-    def insert_moves(self, conn: Connection, moves: Sequence[MovePlayed]) -> None:
-        get, processors = self._move_values, self._move_processors
-        for start in range(0, len(moves), self.ROWS):
-            chunk = moves[start:start + self.ROWS]
-            sql = self._inserts.get(len(chunk))
-            if sql is None:
-                sql = self._inserts[len(chunk)] = (
-                    self._insert_head + ", ".join([self._row] * len(chunk)))
+    def insert(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        """Insert rows that all have the same keys (column names), in order."""
+        names = tuple(rows[0])
+        made = self._inserts.get((table.name, names))
+        if made is None:
+            quote = self._quote
+            made = self._inserts[table.name, names] = (
+                f"INSERT INTO {quote(table.name)} ({', '.join(map(quote, names))}) VALUES ",
+                "(" + ", ".join("?" * len(names)) + ")",
+                [(index, processor) for index, processor in enumerate(
+                    _processor(table.c[name], self._dialect) for name in names)
+                 if processor is not None])
+        head, placeholders, processors = made
+        memo: dict[tuple[int, type, Any], Any] = {}
+        per_insert = self.MAX_PARAMETERS // len(names)
+        for start in range(0, len(rows), per_insert):
+            chunk = rows[start:start + per_insert]
             values: list[Any] = []
-            for item in chunk:
-                row = list(get(item))
+            for params in chunk:
+                row = list(params.values())
                 for index, process in processors:
-                    if row[index] is not None:
-                        row[index] = process(row[index])
+                    value = row[index]
+                    if value is not None:
+                        key = (index, type(value),  # 1, 1.0 and True are equal keys
+                               value if isinstance(value, Hashable) else id(value))
+                        if key not in memo:
+                            memo[key] = process(value)
+                        row[index] = memo[key]
                 values += row
-            conn.exec_driver_sql(sql, tuple(values))
+            conn.exec_driver_sql(head + ", ".join([placeholders] * len(chunk)),
+                                 tuple(values))
 
     def finish(self, conn: Connection, item: GameFinished) -> int:
         """Finish a game still playing; the number of rows changed (1, or 0 if it was not)."""

@@ -287,6 +287,8 @@ async def test_sqlite_text_statements_store_what_core_stores(tmp_path: Path) -> 
              for ply in range(115) for game_id in ids]  # 230 moves: three INSERTs of text
     items: list[Item] = [
         *games, *moves,
+        ChatSent(ids[0], 250, 1, "héllo ✓", at(3)),
+        ChatSent(ids[1], 251, 2, "gg", at(3)),
         SeqAdvanced(ids[0], 300),
         SeqAdvanced(ids[0], 200),  # behind: changes nothing
         GameFinished(ids[1], 0, "normal", 400, at(500.123456), "over"),
@@ -311,9 +313,11 @@ async def test_sqlite_text_statements_store_what_core_stores(tmp_path: Path) -> 
             dumps.append((
                 [type(outcome).__name__ for outcome in outcomes],
                 raw.execute("SELECT * FROM moves ORDER BY game_id, ply").fetchall(),
-                raw.execute("SELECT * FROM games ORDER BY id").fetchall()))
+                raw.execute("SELECT * FROM games ORDER BY id").fetchall(),
+                raw.execute("SELECT * FROM chat ORDER BY game_id, seq").fetchall()))
     assert dumps[0] == dumps[1]
-    outcomes, stored_moves_, stored_games = dumps[1]
+    outcomes, stored_moves_, stored_games, stored_chat = dumps[1]
+    assert len(stored_chat) == 2
     assert outcomes[-2:] == ["GameNotPlaying", "GameNotPlaying"]
     assert outcomes.count("NoneType") == len(items) - 2
     assert len(stored_moves_) == 230
