@@ -444,7 +444,7 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
     log.info("stopped: everything acknowledged is stored")
 
 
-GC_YOUNG_THRESHOLD = 10_000  # CPython's default, 700, runs the collector ~100 times a second
+GC_YOUNG_THRESHOLD = 50_000  # CPython's default, 700, runs the collector ~100 times a second
 
 
 def tune_gc() -> None:
@@ -453,9 +453,11 @@ def tune_gc() -> None:
     Nearly all of a move's garbage goes with its last reference, so the collector finds
     little; but at CPython's default it runs about a hundred times a second under load and
     its full collections scan every object of a thousand connections, for pauses of 100 ms
-    and more. A higher threshold for the young generation makes it run a fifteenth as
-    often, and freezing what exists once the server is up (modules, tables, restored games)
-    keeps those objects out of every later collection.
+    and more. A higher threshold for the young generation makes it run far less often
+    (50,000 rather than 10,000 halved the collector's time again: 0.34 to 0.42 s against
+    0.81 to 0.93 s in a 20-second run at K = 500, where it finds about 3,000 objects to
+    free in all), and freezing what exists once the server is up (modules, tables,
+    restored games) keeps those objects out of every later collection.
     """
     gc.collect()
     gc.freeze()
