@@ -4,8 +4,8 @@ A move is acknowledged to the players only once it is durable, and a durable com
 an fsync. Committing each move on its own would cap the whole server at one move per fsync,
 so ``CommitQueue`` runs one asyncio task that takes everything queued since its last commit
 (up to ``max_batch`` items), writes it in ONE transaction with bulk inserts (Core
-``executemany`` per table; on SQLite the moves as multi-row INSERTs of SQL text made once,
-see ``_SqliteStatements``; no ORM objects), commits, and only then resolves each caller's
+``executemany`` per table; on SQLite multi-row INSERTs of SQL text made once, see
+``_SqliteStatements``; no ORM objects), commits, and only then resolves each caller's
 ``await queue.submit(item)``. While one commit is in flight the next batch gathers, so the
 batch size adapts to the load by itself (a small batch, while several games are writing,
 lingers 2 ms for company, so that a lightly loaded server does not pay an fsync per move).
