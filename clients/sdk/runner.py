@@ -213,6 +213,9 @@ class BotRunner:
         self._finished: OrderedDict[str, GameResult | None] = OrderedDict()
         self._seek_wakeup = asyncio.Event()
         self._seek_cursor = 0
+        # Stopping, the runner is done only once the server has let go of its seeks: a seek
+        # taken meanwhile starts a game (announced before the cancel's reply), played too.
+        self._seeks_withdrawn = not self.policy.seeks
         self._done = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._max_open_seeks = 5
@@ -258,6 +261,8 @@ class BotRunner:
             log.info("stopping: no new games; %d in progress will be %s", self.active(),
                      "resigned" if resign else "finished")
         self.stopping = True
+        if self.conn is None:
+            self._seeks_withdrawn = True  # a connection's seeks go with it
         self._seek_wakeup.set()
         if resign:
             for game in self.games.values():
@@ -418,6 +423,8 @@ class BotRunner:
             except Disconnected:
                 return
             self._on_event(event)
+            if self.stopping and conn.events.empty():
+                self._check_done()  # events read before a reply are dispatched by now
 
     def _on_event(self, event: p.ServerMessage) -> None:
         if isinstance(event, p.ChallengeReceived):
@@ -529,7 +536,8 @@ class BotRunner:
         """Make the open seeks on the server match what the free game slots call for."""
         specs = self.policy.seeks
         free = self.policy.max_games - self.active()
-        want = 0 if self.stopping else max(0, min(len(specs), free, self._max_open_seeks))
+        stopping = self.stopping  # as of the listing below
+        want = 0 if stopping else max(0, min(len(specs), free, self._max_open_seeks))
         lobby = await self.request(p.LobbySubscribe)
         with contextlib.suppress(ServerError):
             await self.request(p.LobbyUnsubscribe)
@@ -546,6 +554,13 @@ class BotRunner:
             log.info("withdrawing seek %d (%s)", seek.seek_id, seek.game)
             with contextlib.suppress(ServerError):
                 await self.request(p.CancelSeek, seek_id=seek.seek_id)
+        if stopping:
+            # Every seek of ours is gone; a game one of them started was announced before
+            # the replies, so it is in the events not yet dispatched, or already a game.
+            self._seeks_withdrawn = True
+            if self.conn is None or self.conn.events.empty():
+                self._check_done()
+            return
         for _ in range(len(specs)):
             if len(keep) >= want:
                 break
@@ -615,7 +630,7 @@ class BotRunner:
         self._check_done()
 
     def _check_done(self) -> None:
-        if self.stopping and self.active() == 0:
+        if self.stopping and self.active() == 0 and self._seeks_withdrawn:
             self._done.set()
 
 
