@@ -23,7 +23,7 @@ import protocol as p
 from clients.connection import Connection
 from clients.localserver import LocalServer
 
-BOT_NAMES = ("alpha", "beta", "gamma", "delta")
+BOT_NAMES = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta")
 
 
 class ServerProcess(LocalServer):
@@ -41,7 +41,7 @@ class ServerProcess(LocalServer):
 
 @pytest.fixture(scope="session")
 def server_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """One server for the SDK tests, with bot accounts alpha, beta, gamma and delta.
+    """One server for the SDK tests, with bot accounts alpha to zeta (BOT_NAMES).
 
     A test that kills it must start it again before it ends.
     """

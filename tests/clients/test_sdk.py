@@ -141,8 +141,8 @@ async def test_seeks_of_every_game_pair_up_while_game_slots_are_free(
              parse_seek("hadron per_move 10s"), parse_seek("hexifact board=hex4 fischer 1m+1s"))
     runners = [make_runner(server_proc, name,
                            policy=Policy(max_games=2, accept_from=frozenset(), seeks=specs))
-               for name in ("alpha", "beta")]
-    async with running(*runners):
+               for name in ("epsilon", "zeta")]  # a game their seeks start as they stop
+    async with running(*runners):                      # must not meet other tests' bots
         await until(lambda: all({r.game for r in runner.results} == set(SMALL)
                                 for runner in runners), 40, "a game of each kind")
         for runner in runners:
@@ -157,7 +157,7 @@ async def test_seeks_of_every_game_pair_up_while_game_slots_are_free(
     try:
         lobby = await conn.call(p.LobbySubscribe)
         assert isinstance(lobby, p.Lobby)
-        assert not [s for s in lobby.seeks if s.user.name in ("alpha", "beta")]
+        assert not [s for s in lobby.seeks if s.user.name in ("epsilon", "zeta")]
     finally:
         await conn.close()
 
