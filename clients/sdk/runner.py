@@ -216,6 +216,10 @@ class BotRunner:
         # Stopping, the runner is done only once the server has let go of its seeks: a seek
         # taken meanwhile starts a game (announced before the cancel's reply), played too.
         self._seeks_withdrawn = not self.policy.seeks
+        # This connection's seeks, counted: made, withdrawn, and turned into games. A seek
+        # neither withdrawn nor a game yet when stopping was taken: its game is on its way.
+        self._seeks_made = self._seeks_cancelled = self._seek_games = 0
+        self._games_due_since: float | None = None
         self._done = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._max_open_seeks = 5
@@ -368,6 +372,7 @@ class BotRunner:
             self._throttle = _Throttle(RATE_SHARE * limits.rate_per_s,
                                        max(1.0, RATE_SHARE * limits.burst - 2))
         self.conn = conn
+        self._seeks_made = self._seeks_cancelled = self._seek_games = 0
         log.info("%s as %s (%s) on %s", "logged in" if first else "reconnected",
                  authed.user.name, authed.user.kind, self.url)
         if first:
@@ -435,8 +440,11 @@ class BotRunner:
             self._route(event.game.game_id, event)
         elif isinstance(event, p.GameStarted | p.Moved | p.GameOver | p.ChatMessage |
                         p.OpponentLeft | p.OpponentBack):
-            if isinstance(event, p.GameStarted) and event.game_id not in self.games:
-                self._match_challenge(event.snapshot)
+            if (isinstance(event, p.GameStarted) and event.game_id not in self.games
+                    and not self._match_challenge(event.snapshot)):
+                self._seek_games += 1
+                if self.stopping and not self._seeks_withdrawn:
+                    self._seek_wakeup.set()  # perhaps the game it was waiting for
             self._route(event.game_id, event)
         elif isinstance(event, p.ErrorReply):  # answers a request the server could not read
             log.warning("server error for no known request: %s: %s", event.code, event.message)
@@ -499,18 +507,21 @@ class BotRunner:
             outgoing.future.set_exception(ChallengeDeclined(
                 f"challenge to {outgoing.to} was {event.reason}"))
 
-    def _match_challenge(self, snapshot: p.Snapshot) -> None:
-        """A new game may come from a challenge: the oldest one it fits is settled."""
+    def _match_challenge(self, snapshot: p.Snapshot) -> bool:
+        """A new game may come from a challenge: the oldest one it fits is settled.
+
+        Returns whether it did (if not, the game comes from a seek).
+        """
         me = self.name.lower()
         players = [u.name.lower() for u in snapshot.players]
         if me not in players:
-            return
+            return False
         seat = players.index(me)
         offer = (players[1 - seat], snapshot.game, dict(snapshot.options), snapshot.clock)
         for cid, acc in self._accepted.items():
             if (acc.sender, acc.game, acc.options, acc.clock) == offer:
                 del self._accepted[cid]
-                return
+                return True
         for cid, out in self._outgoing.items():
             if (out.to, out.game, out.options, out.clock) == (
                     players[1 - seat], snapshot.game, dict(snapshot.options), snapshot.clock
@@ -518,12 +529,14 @@ class BotRunner:
                 del self._outgoing[cid]
                 if not out.future.done():
                     out.future.set_result(snapshot.game_id)
-                return
+                return True
+        return False
 
     # -- seeks ---------------------------------------------------------------------------------
     async def _seek_loop(self) -> None:
         while not self._done.is_set():
-            await wait_event(self._seek_wakeup, SEEK_REFRESH_S)
+            await wait_event(self._seek_wakeup, SEEK_REFRESH_S
+                             if self._games_due_since is None else 1.0)
             self._seek_wakeup.clear()
             if self.conn is None or not self.policy.seeks:
                 continue
@@ -552,12 +565,24 @@ class BotRunner:
                 keep.append(spec)
                 continue
             log.info("withdrawing seek %d (%s)", seek.seek_id, seek.game)
-            with contextlib.suppress(ServerError):
+            with contextlib.suppress(ServerError):  # not_found: taken meanwhile
                 await self.request(p.CancelSeek, seek_id=seek.seek_id)
+                self._seeks_cancelled += 1
         if stopping:
-            # Every seek of ours is gone; a game one of them started was announced before
-            # the replies, so it is in the events not yet dispatched, or already a game.
+            # Every seek of ours is gone from the lobby. One taken before the listing may
+            # not be a game yet (the server announces it once the game's first commit is
+            # done): wait for that many games, a while at most.
+            due = self._seeks_made - self._seeks_cancelled - self._seek_games
+            now = time.monotonic()
+            if due > 0 and self._games_due_since is None:
+                self._games_due_since = now
+            if due > 0 and now - (self._games_due_since or now) < ACCEPT_WAIT_S:
+                log.info("stopping: %d game(s) from taken seeks still to start", due)
+                return
+            self._games_due_since = None
             self._seeks_withdrawn = True
+            # A game started before the replies is in the events not yet dispatched, or
+            # already a game.
             if self.conn is None or self.conn.events.empty():
                 self._check_done()
             return
@@ -573,6 +598,7 @@ class BotRunner:
             reply = await self.request(p.Seek, game=spec.game, options=spec.options,
                                        clock=spec.clock)
             assert isinstance(reply, p.SeekCreated)
+            self._seeks_made += 1
             log.info("seeking %s (seek %d)", spec, reply.seek_id)
             keep.append(spec)
 

@@ -140,8 +140,11 @@ async def test_seeks_of_every_game_pair_up_while_game_slots_are_free(
     specs = (parse_seek("xodd size=5 per_move 10s"), parse_seek("yodd size=4 per_move 10s"),
              parse_seek("hadron per_move 10s"), parse_seek("hexifact board=hex4 fischer 1m+1s"))
     runners = [make_runner(server_proc, name,
-                           policy=Policy(max_games=2, accept_from=frozenset(), seeks=specs))
+                           policy=Policy(max_games=len(specs), accept_from=frozenset(),
+                                         seeks=specs))
                for name in ("epsilon", "zeta")]  # a game their seeks start as they stop
+    # Each keeps every spec open while it has a free slot for each (with fewer slots than
+    # specs, the two could each be seeking the specs the other is not, and wait for others).
     async with running(*runners):                      # must not meet other tests' bots
         await until(lambda: all({r.game for r in runner.results} == set(SMALL)
                                 for runner in runners), 40, "a game of each kind")
