@@ -140,6 +140,7 @@ class GameRoom:
         self._grace_ms = grace_ms
         self._on_finished = on_finished
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_flag = 0  # the time (ms) the timer was set for
         self.loaded_ms = now_ms()  # nobody is attached to a restored game before this
 
     # -- views ------------------------------------------------------------------------------
@@ -446,13 +447,13 @@ class GameRoom:
                 self._timer.cancel()
                 self._timer = None
             return
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, (flag - now_ms()) / 1000)
         if self._timer is not None:
-            if self._timer.when() <= loop.time() + delay:
+            if self._timer_flag <= flag:
                 return
             self._timer.cancel()
-        self._timer = loop.call_later(delay, self._flag_fell)
+        self._timer_flag = flag
+        self._timer = asyncio.get_running_loop().call_later(
+            max(0.0, (flag - now_ms()) / 1000), self._flag_fell)
 
     def _flag_fell(self) -> None:
         self._timer = None

@@ -98,7 +98,9 @@ class Session:
     # -- I/O ------------------------------------------------------------------------------------
     async def run(self) -> None:
         try:
-            async for frame in self.ws:
+            recv = self.ws.recv  # not ``async for``: its generator is one more frame a message
+            while True:
+                frame = await recv()
                 if self.closing:  # read on, unheeded, so the close handshake completes
                     continue
                 await self.handle(frame)
@@ -372,7 +374,7 @@ class Session:
         return self.user.id
 
     async def on_move(self, m: p.Move) -> p.ServerMessage:
-        room = await self._finished_or_live(m.game_id)
+        room = self.server.rooms.get(m.game_id) or await self._finished_or_live(m.game_id)
         seq = await room.play(self._uid(), m)
         return p.MoveAck.trusted(id=m.id, game_id=m.game_id, ply=m.ply, seq=seq)
 
