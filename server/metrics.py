@@ -2,7 +2,49 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterator
+from itertools import accumulate
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
+
+MOVE_SECONDS_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+
+class MoveStats:
+    """``tessera_moves_total`` and the ``tessera_move_seconds`` histogram, as plain numbers.
+
+    Only the event loop's thread writes them, once per move, so they need none of the locks
+    a ``prometheus_client`` counter and histogram take on each update (five a move, about
+    2% of the server's CPU at saturation); ``/metrics`` reads them through this collector.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.sum = 0.0
+        self.counts = [0] * (len(MOVE_SECONDS_BUCKETS) + 1)  # the last: above every bound
+
+    def observe(self, seconds: float) -> None:
+        """A move stored and acknowledged ``seconds`` after it arrived."""
+        self.count += 1
+        self.sum += seconds
+        self.counts[bisect_left(MOVE_SECONDS_BUCKETS, seconds)] += 1
+
+    def describe(self) -> Iterator[Metric]:
+        return self.collect()
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily("tessera_moves_total", "Moves accepted and stored",
+                                  value=self.count)
+        cumulative = list(accumulate(self.counts))
+        yield HistogramMetricFamily(
+            "tessera_move_seconds", "From a move's arrival to its acknowledgement",
+            buckets=[*((floatToGoString(b), c) for b, c in
+                       zip(MOVE_SECONDS_BUCKETS, cumulative, strict=False)),
+                     ("+Inf", cumulative[-1])],
+            sum_value=self.sum)
 
 
 class Metrics:
@@ -13,15 +55,12 @@ class Metrics:
         self.connections = Gauge("tessera_connections", "Open websocket connections",
                                  registry=r)
         self.games = Gauge("tessera_games_in_progress", "Games being played", registry=r)
-        self.moves = Counter("tessera_moves_total", "Moves accepted and stored", registry=r)
+        self.moves = MoveStats()
+        r.register(self.moves)
         self.errors = Counter("tessera_errors_total", "Error replies sent, by code", ["code"],
                               registry=r)
         self.games_finished = Counter("tessera_games_finished_total", "Games ended, by reason",
                                       ["reason"], registry=r)
-        self.move_latency = Histogram(
-            "tessera_move_seconds", "From a move's arrival to its acknowledgement",
-            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0),
-            registry=r)
         self.commit_batch = Histogram(
             "tessera_commit_batch_items", "Items written per storage transaction",
             buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500), registry=r)
