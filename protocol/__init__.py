@@ -18,7 +18,7 @@ Modules: :mod:`~protocol.messages` (every message, the unions), :mod:`~protocol.
 """
 
 from protocol.client import GameSeqs, PendingRequests
-from protocol.codec import decode_client, decode_server, encode
+from protocol.codec import decode_client, decode_server, encode, encode_trusted
 from protocol.errors import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
@@ -219,5 +219,6 @@ __all__ = [
     "decode_server",
     "describe_games",
     "encode",
+    "encode_trusted",
     "error_reply",
 ]

@@ -65,6 +65,12 @@ def encode(message: Message) -> bytes:
     return cast(bytes, _PACKERS.packer.pack(message.to_wire()))
 
 
+def encode_trusted(cls: type[Message], **fields: Any) -> bytes:
+    """The frame of ``cls.trusted(**fields)``, without building the message: for the
+    server's own events on the path of every move (see :meth:`Struct.trusted`)."""
+    return cast(bytes, _PACKERS.packer.pack(struct_converter(cls).trusted_wire(fields)))
+
+
 def decode_client(
     data: bytes | bytearray | memoryview, *, max_bytes: int = MAX_CLIENT_FRAME_BYTES
 ) -> ClientMessage:

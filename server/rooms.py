@@ -43,6 +43,7 @@ from protocol import (
     Snapshot,
     User,
     encode,
+    encode_trusted,
 )
 from protocol import Move as MoveRequest
 
@@ -245,7 +246,9 @@ class GameRoom:
 
     def _broadcast(self, event: GameStarted | Moved | GameOver | ChatMessage | OpponentLeft
                    | OpponentBack) -> None:
-        frame = encode(event)
+        self._broadcast_frame(encode(event))
+
+    def _broadcast_frame(self, frame: bytes) -> None:
         self.events.append((self.seq, frame))
         for listener in list(self.listeners):
             listener.send_frame(frame)
@@ -347,8 +350,8 @@ class GameRoom:
         self.played.append(PlayedMove.trusted(ply=item.ply, move=move_text, by=seat,
                                               ms_used=used, clock_ms=after))
         clocks = self.clock.snapshot(now, new_state.to_move)
-        self._broadcast(Moved.trusted(
-            game_id=self.game_id, seq=seq, ply=item.ply, move=move_text,
+        self._broadcast_frame(encode_trusted(
+            Moved, game_id=self.game_id, seq=seq, ply=item.ply, move=move_text,
             by=seat, ms_used=used,
             clocks_ms=None if clocks[0] is None or clocks[1] is None
             else (max(0, clocks[0]), max(0, clocks[1])),

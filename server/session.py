@@ -373,10 +373,13 @@ class Session:
         assert self.user is not None
         return self.user.id
 
-    async def on_move(self, m: p.Move) -> p.ServerMessage:
+    async def on_move(self, m: p.Move) -> None:
         room = self.server.rooms.get(m.game_id) or await self._finished_or_live(m.game_id)
         seq = await room.play(self._uid(), m)
-        return p.MoveAck.trusted(id=m.id, game_id=m.game_id, ply=m.ply, seq=seq)
+        # move_ack moves no session phase: framed at once, without the message object
+        self.send_frame(p.encode_trusted(p.MoveAck, id=m.id, game_id=m.game_id, ply=m.ply,
+                                         seq=seq))
+        return None
 
     async def on_resign(self, m: p.Resign) -> p.ServerMessage:
         await (await self._finished_or_live(m.game_id)).resign(self._uid())

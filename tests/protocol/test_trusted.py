@@ -27,6 +27,7 @@ def test_trusted_equals_checked(cls: type[p.Message], data: st.DataObject) -> No
     trusted = cls.trusted(**_fields(checked))
     assert trusted == checked
     assert p.encode(trusted) == p.encode(checked)
+    assert p.encode_trusted(cls, **_fields(checked)) == p.encode(checked)
 
 
 @settings(max_examples=150, derandomize=True)
@@ -41,6 +42,19 @@ def test_defaults_are_filled() -> None:
     assert p.decode_server(p.encode(moved)) == moved
 
 
+def test_encode_trusted_fills_defaults_and_refuses_unknown_or_missing_fields() -> None:
+    fields = {"game_id": "abcdefghij", "seq": 3, "ply": 1, "move": "a1", "by": 1, "ms_used": 0}
+    assert p.encode_trusted(p.Moved, **fields) == p.encode(p.Moved(**fields))  # type: ignore
+    with pytest.raises(TypeError, match="unknown fields"):
+        p.encode_trusted(p.Moved, **fields, clock_ms=4)
+    del fields["ms_used"]
+    with pytest.raises(TypeError, match="missing field 'ms_used'"):
+        p.encode_trusted(p.Moved, **fields)
+
+
 def test_refused_for_classes_with_cross_field_rules() -> None:
     with pytest.raises(TypeError, match="cross-field"):
         p.GameOver.trusted(game_id="abcdefghij", seq=3, winner=None, reason="resign")
+    with pytest.raises(TypeError, match="cross-field"):
+        p.encode_trusted(p.GameOver, game_id="abcdefghij", seq=3, winner=None,
+                         reason="resign")
