@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -442,11 +442,15 @@ class CommitQueue:
                 self._run(), name="tessera-commit-queue"
             )
 
-    async def submit(self, item: Item) -> None:
-        """Queue an item and return once it is committed.
+    def submit(self, item: Item) -> Awaitable[None]:
+        """Queue an item; awaiting the result returns once it is committed.
 
-        Raises Conflict (the item breaks a rule; not stored), WriteFailed (the database
-        failed; not stored) or WriterClosed (not queued).
+        Awaiting raises Conflict (the item breaks a rule; not stored), WriteFailed (the
+        database failed; not stored) or WriterClosed (not queued). With room in the queue
+        the result is the item's own future (a move awaits no coroutine of this class); a
+        submitter cancelled while awaiting it cancels only that future: the item stays
+        queued and is written, and if it then fails, the failure is logged, as nobody is
+        left to hear it.
         """
         if not isinstance(item, GameCreated | MovePlayed | ChatSent | GameFinished
                           | SeqAdvanced):
@@ -455,13 +459,14 @@ class CommitQueue:
             raise WriterClosed("the commit queue is not running")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._queue.full():
-            await self._queue.put((item, future))
-            if not self.running and not future.done():  # it stopped while we waited for room
-                future.set_exception(WriterClosed("the commit queue stopped"))
-        else:
-            self._queue.put_nowait((item, future))
-        # A submitter cancelled here cancels only its future: the item stays queued and is
-        # written; if it then fails, the failure is logged, as nobody is left to hear it.
+            return self._submit_when_room(item, future)
+        self._queue.put_nowait((item, future))
+        return future
+
+    async def _submit_when_room(self, item: Item, future: asyncio.Future[None]) -> None:
+        await self._queue.put((item, future))
+        if not self.running and not future.done():  # it stopped while we waited for room
+            future.set_exception(WriterClosed("the commit queue stopped"))
         await future
 
     async def close(self) -> None:

@@ -145,7 +145,7 @@ async def test_close_writes_everything_queued_then_refuses(
     with pytest.raises(WriterClosed):
         await writer.submit(move(game_id, 0))  # not started yet
     writer.start()
-    pending = [asyncio.create_task(writer.submit(move(game_id, ply))) for ply in range(30)]
+    pending = [asyncio.ensure_future(writer.submit(move(game_id, ply))) for ply in range(30)]
     await asyncio.sleep(0)  # every submit has queued its item
     await writer.close()
     assert all(task.done() and task.exception() is None for task in pending)
@@ -160,7 +160,7 @@ async def test_a_cancelled_submitter_does_not_withdraw_its_item(
     store: Store, engine: AsyncEngine, writer: CommitQueue, players: tuple[User, User]
 ) -> None:
     game_id = await new_game(store, players)
-    task = asyncio.create_task(writer.submit(move(game_id, 0)))
+    task = asyncio.ensure_future(writer.submit(move(game_id, 0)))
     await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -186,7 +186,7 @@ async def test_open_storage_migrates_serves_and_flushes(db: Database) -> None:
         alice = await storage.store.create_user("Alice", "human")
         bot = await storage.store.create_user("Bot9", "bot")
         game_id = await new_game(storage.store, (alice, bot))
-        pending = asyncio.create_task(storage.writer.submit(move(game_id, 0)))
+        pending = asyncio.ensure_future(storage.writer.submit(move(game_id, 0)))
         await asyncio.sleep(0)
     assert pending.done() and pending.exception() is None
     assert not storage.writer.running
