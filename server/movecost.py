@@ -8,10 +8,11 @@ path of a move are wrapped so that the CPU time spent inside them is added up pe
     decode        msgpack, schema and session phase (``ServerSession.receive``)
     validate      the rules (``engine.State.play``)
     messages      building server messages, with their schema checks (``Struct``)
-    encode+send   encoding replies and events and handing them to the sockets, once per
-                  frame for replies, once per event for all its listeners, and one
-                  socket write per connection and loop turn
-                  (``Session.send``, ``GameRoom._broadcast``, ``Session.flush``)
+    encode+send   encoding replies and events (``moved`` and ``move_ack`` straight from
+                  their fields) and framing them, once per frame for replies, once per
+                  event for all its listeners, and one socket write per connection and
+                  loop turn (``Session.send``, ``Session.send_frame``,
+                  ``encode_trusted``, ``GameRoom._broadcast``, ``Session.flush``)
     store         the commit queue's transactions, in its own thread (bulk insert, commit)
 
 What no stage covers is the event loop, the sockets' system calls, tasks and futures, the
@@ -38,9 +39,11 @@ from typing import Any
 from websockets.protocol import Protocol
 
 import engine
+import protocol
 from protocol import _schema
 from protocol.session import ServerSession
 
+from . import rooms
 from .rooms import GameRoom
 from .session import Session
 from .storage.writer import CommitQueue
@@ -83,6 +86,12 @@ def install() -> None:
     Session.send = _timed("encode+send", Session.send)  # type: ignore
     Session.flush = _timed("encode+send", Session.flush)  # type: ignore
     GameRoom._broadcast = _timed("encode+send", GameRoom._broadcast)  # type: ignore
+    GameRoom._broadcast_frame = _timed(  # type: ignore
+        "encode+send", GameRoom._broadcast_frame)
+    Session.send_frame = _timed("encode+send", Session.send_frame)  # type: ignore
+    # moved and move_ack are framed from their fields, without a message object
+    protocol.encode_trusted = _timed("encode+send", protocol.encode_trusted)
+    rooms.encode_trusted = _timed("encode+send", rooms.encode_trusted)
     CommitQueue._transaction_blocking = _timed(  # type: ignore
         "store", CommitQueue._transaction_blocking)
 
