@@ -503,10 +503,13 @@ class StructConverter(Converter):
         obj._check()
         return obj
 
-    def trusted(self, fields: dict[str, Any]) -> Any:
-        """See :meth:`Struct.trusted`."""
+    def _refuse_untrustable(self) -> None:
         if self.cls._check is not Struct._check:
             raise TypeError(f"{self.cls.__name__} has cross-field rules: build it checked")
+
+    def trusted(self, fields: dict[str, Any]) -> Any:
+        """See :meth:`Struct.trusted`."""
+        self._refuse_untrustable()
         obj = object.__new__(self.cls)
         for name, default, is_factory in self.defaults:
             object.__setattr__(obj, name, default() if is_factory else default)
@@ -516,8 +519,7 @@ class StructConverter(Converter):
 
     def trusted_wire(self, fields: dict[str, Any]) -> dict[str, Any]:
         """What ``self.trusted(fields).to_wire()`` gives, without building the instance."""
-        if self.cls._check is not Struct._check:
-            raise TypeError(f"{self.cls.__name__} has cross-field rules: build it checked")
+        self._refuse_untrustable()
         wire: dict[str, Any] = {}
         if self.cls.TAG_KEY:
             wire[self.cls.TAG_KEY] = self.cls.TAG
