@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -163,6 +164,55 @@ async def test_seeks_of_every_game_pair_up_while_game_slots_are_free(
         assert not [s for s in lobby.seeks if s.user.name in ("epsilon", "zeta")]
     finally:
         await conn.close()
+
+
+async def test_a_runner_stopping_waits_for_the_game_of_a_seek_taken_before_it_stopped(
+        server_proc: ServerProcess) -> None:
+    """The server takes a seek out of the lobby before the game's first commit, and only
+    then announces the game; a runner stopping in between must wait for it and play it."""
+    spec = parse_seek("hadron per_move 10s")
+    eta = make_runner(server_proc, "eta", policy=Policy(max_games=1, accept_from=frozenset(),
+                                                       seeks=(spec,)))
+    taker, watcher = await client(server_proc), await client(server_proc)
+    task = asyncio.create_task(eta.run())
+    writer_lock = sqlite3.connect(server_proc.directory / "sdk.db", isolation_level=None)
+    try:
+        async def eta_seek() -> int | None:
+            lobby = await watcher.call(p.LobbySubscribe)  # the taker's requests wait
+            assert isinstance(lobby, p.Lobby)
+            return next((s.seek_id for s in lobby.seeks if s.user.name == "eta"), None)
+
+        deadline = time.monotonic() + 15
+        while (seek_id := await eta_seek()) is None:
+            assert time.monotonic() < deadline, "eta never sought"
+            await asyncio.sleep(0.05)
+        # Hold SQLite's write lock: the game's first commit waits, the seek is taken.
+        writer_lock.execute("BEGIN IMMEDIATE")
+        accepted = await taker.send(p.AcceptSeek(id=taker.pending.next_id(), seek_id=seek_id))
+        while await eta_seek() is not None:
+            await asyncio.sleep(0.02)
+        eta.stop()
+        await asyncio.sleep(0.5)  # long enough for it to list the lobby and find nothing
+        assert not task.done(), "the runner stopped before the game of its taken seek"
+        writer_lock.execute("ROLLBACK")
+        await asyncio.wait_for(accepted, 10)  # answered once the game has started
+        while True:
+            event = await taker.next_event(10)
+            if isinstance(event, p.GameStarted):
+                break
+        await taker.call(p.Resign, game_id=event.game_id)
+        await asyncio.wait_for(task, 15)
+        assert [(r.game_id, r.reason, r.won) for r in eta.results] == [
+            (event.game_id, "resign", True)]
+    finally:
+        if writer_lock.in_transaction:
+            writer_lock.execute("ROLLBACK")
+        writer_lock.close()
+        eta.stop(resign=True)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 15)
+        await taker.close()
+        await watcher.close()
 
 
 # -- the policy ------------------------------------------------------------------------------------
