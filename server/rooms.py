@@ -345,8 +345,8 @@ class GameRoom:
         self.clock = trial
         self.seq = seq
         self.move_seqs[item.ply] = seq
-        # The server's own values, checked where they were made (engine, clock): built
-        # without the schema's checks (about 19 us a move with `moved` and `move_ack`).
+        # The server's own values, checked where they were made (engine, clock): the played
+        # move is built, and `moved` framed, without the schema's checks.
         self.played.append(PlayedMove.trusted(ply=item.ply, move=move_text, by=seat,
                                               ms_used=used, clock_ms=after))
         clocks = self.clock.snapshot(now, new_state.to_move)

@@ -374,12 +374,10 @@ class Session:
         return self.user.id
 
     async def on_move(self, m: p.Move) -> None:
-        room = self.server.rooms.get(m.game_id) or await self._finished_or_live(m.game_id)
-        seq = await room.play(self._uid(), m)
+        seq = await (await self._finished_or_live(m.game_id)).play(self._uid(), m)
         # move_ack moves no session phase: framed at once, without the message object
         self.send_frame(p.encode_trusted(p.MoveAck, id=m.id, game_id=m.game_id, ply=m.ply,
                                          seq=seq))
-        return None
 
     async def on_resign(self, m: p.Resign) -> p.ServerMessage:
         await (await self._finished_or_live(m.game_id)).resign(self._uid())

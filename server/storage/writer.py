@@ -45,7 +45,7 @@ from functools import partial
 from types import TracebackType
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, Update, insert, update
+from sqlalchemy import Connection, Table, insert, update
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -213,36 +213,45 @@ def write_items_blocking(conn: Connection, items: Sequence[Item], *, core: bool 
     ``core=True`` writes everything through Core statements instead, the reference that
     text is tested against.
     """
-    sqlite = (_SqliteStatements.of(conn) if conn.dialect.name == "sqlite" and not core
-              else None)
+    statements: _CoreStatements | _SqliteStatements = (
+        _SqliteStatements.of(conn) if conn.dialect.name == "sqlite" and not core
+        else _CORE_STATEMENTS)
     games = [_game_params(item) for item in items if isinstance(item, GameCreated)]
     moves = [_move_params(item) for item in items if isinstance(item, MovePlayed)]
     chat = [_chat_params(item) for item in items if isinstance(item, ChatSent)]
     for table, rows in ((_GAMES, games), (_MOVES, moves), (_CHAT, chat)):  # games first
-        if not rows:
-            continue
-        if sqlite is not None:
-            sqlite.insert(conn, table, rows)
-        else:
-            conn.execute(insert(table), rows)
+        if rows:
+            statements.insert(conn, table, rows)
     outcomes: list[StorageError | None] = [None] * len(items)
     for index, item in enumerate(items):
         if isinstance(item, SeqAdvanced):
-            if sqlite is not None:
-                sqlite.advance_seq(conn, item)
-            else:
-                conn.execute(
-                    update(_GAMES)
-                    .where(_GAMES.c.id == item.game_id, _GAMES.c.last_seq < item.seq)
-                    .values(last_seq=item.seq))
-        elif isinstance(item, GameFinished):
-            if sqlite is not None:
-                finished = sqlite.finish(conn, item)
-            else:
-                finished = conn.execute(_finish_statement(item)).rowcount
-            if finished != 1:
-                outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
+            statements.advance_seq(conn, item)
+        elif isinstance(item, GameFinished) and statements.finish(conn, item) != 1:
+            outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
     return outcomes
+
+
+class _CoreStatements:
+    """The statements of every batch as Core builds them (PostgreSQL, and the reference)."""
+
+    def insert(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        conn.execute(insert(table), rows)
+
+    def finish(self, conn: Connection, item: GameFinished) -> int:
+        """Finish a game still playing; the number of rows changed (1, or 0 if it was not)."""
+        return conn.execute(
+            update(_GAMES)
+            .where(_GAMES.c.id == item.game_id, _GAMES.c.status == "playing")
+            .values(status=item.status, winner=item.winner, reason=item.reason,
+                    last_seq=item.seq, ended_at=item.ended_at)).rowcount
+
+    def advance_seq(self, conn: Connection, item: SeqAdvanced) -> None:
+        conn.execute(update(_GAMES)
+                     .where(_GAMES.c.id == item.game_id, _GAMES.c.last_seq < item.seq)
+                     .values(last_seq=item.seq))
+
+
+_CORE_STATEMENTS = _CoreStatements()
 
 
 class _SqliteStatements:
@@ -370,20 +379,6 @@ def _chat_params(item: ChatSent) -> dict[str, Any]:
     }
 
 
-def _finish_statement(item: GameFinished) -> Update:
-    return (
-        update(_GAMES)
-        .where(_GAMES.c.id == item.game_id, _GAMES.c.status == "playing")
-        .values(
-            status=item.status,
-            winner=item.winner,
-            reason=item.reason,
-            last_seq=item.seq,
-            ended_at=item.ended_at,
-        )
-    )
-
-
 _Entry = tuple[Item, "asyncio.Future[None]"]
 
 
@@ -445,8 +440,9 @@ class CommitQueue:
     def submit(self, item: Item) -> Awaitable[None]:
         """Queue an item; awaiting the result returns once it is committed.
 
-        Awaiting raises Conflict (the item breaks a rule; not stored), WriteFailed (the
-        database failed; not stored) or WriterClosed (not queued). With room in the queue
+        Raises WriterClosed at once if the queue is not running (nothing queued). Awaiting
+        raises Conflict (the item breaks a rule; not stored), WriteFailed (the database
+        failed; not stored) or WriterClosed (it stopped first). With room in the queue
         the result is the item's own future (a move awaits no coroutine of this class); a
         submitter cancelled while awaiting it cancels only that future: the item stays
         queued and is written, and if it then fails, the failure is logged, as nobody is
