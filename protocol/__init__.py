@@ -10,7 +10,8 @@ nothing of sockets or asyncio: the server and the clients are thin adapters arou
     assert decode_client(frame) == Move(id=3, game_id="k3v9q2x7ma", ply=4, move="c3")
 
 Modules: :mod:`~protocol.messages` (every message, the unions), :mod:`~protocol.values`
-(clocks, snapshots, records, ...), :mod:`~protocol.codec` (encode/decode),
+(snapshots, records, ...), :mod:`~protocol.timecontrol`
+(time controls: kinds, arithmetic, notation), :mod:`~protocol.codec` (encode/decode),
 :mod:`~protocol.errors` (ErrorCode, ProtocolError and its hierarchy),
 :mod:`~protocol.session` (connection phases, ServerSession), :mod:`~protocol.client`
 (request ids, event order), :mod:`~protocol.games` (the engine registry on the wire),
@@ -103,19 +104,27 @@ from protocol.messages import (
     error_reply,
 )
 from protocol.session import ACCEPTED_IN, TRANSITIONS, Phase, ServerSession, check_phase
-from protocol.values import (
-    Clock,
+from protocol.timecontrol import (
     Correspondence,
     Fischer,
+    PerMove,
+    TimeControl,
+    TimeControlSyntaxError,
+    Unlimited,
+    format_duration_ms,
+    format_time_control,
+    parse_duration_ms,
+    parse_time_control,
+    time_control_from_map,
+)
+from protocol.values import (
     Limits,
     OpenSeek,
-    PerMove,
     PlayedMove,
     Record,
     Result,
     Snapshot,
     Summary,
-    Unlimited,
     User,
 )
 
@@ -150,7 +159,6 @@ __all__ = [
     "ChatMessage",
     "ClaimWin",
     "ClientMessage",
-    "Clock",
     "Correspondence",
     "DeclineChallenge",
     "ErrorCode",
@@ -208,6 +216,8 @@ __all__ = [
     "ServerSession",
     "Snapshot",
     "Summary",
+    "TimeControl",
+    "TimeControlSyntaxError",
     "Unlimited",
     "UnsupportedVersion",
     "Unwatch",
@@ -221,4 +231,9 @@ __all__ = [
     "encode",
     "encode_trusted",
     "error_reply",
+    "format_duration_ms",
+    "format_time_control",
+    "parse_duration_ms",
+    "parse_time_control",
+    "time_control_from_map",
 ]

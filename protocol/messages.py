@@ -31,11 +31,11 @@ from protocol.limits import (
     MAX_SOFTWARE_CHARS,
     MIN_REGISTER_PASSWORD_CHARS,
 )
+from protocol.timecontrol import TimeControl
 from protocol.values import (
     MAX_LISTED,
     ChallengeEnd,
     ChallengeId,
-    Clock,
     ClocksMs,
     Color,
     Cursor,
@@ -163,7 +163,7 @@ class Seek(Message):
     id: RequestId
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
 
     def _check(self) -> None:
         set_field(self, "options", normalize_options("seek", self.game, self.options))
@@ -196,7 +196,7 @@ class Challenge(Message):
     to: Username
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
     color: Color = "random"
 
     def _check(self) -> None:
@@ -601,7 +601,7 @@ class ChallengeReceived(Message):
     from_: User
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
     color: Color
 
 

@@ -29,7 +29,7 @@ import engine
 import protocol as p
 
 from .accounts import Accounts
-from .clock import Clock, TimeControl, clock_from_wire
+from .clock import GameClock
 from .config import Settings
 from .lobby import Lobby, Member, Offer
 from .metrics import Metrics
@@ -130,8 +130,8 @@ class GameServer:
     def active_games_of(self, user_id: int) -> list[GameRoom]:
         return sorted(self.by_user.get(user_id, ()), key=lambda r: r.created_ms)
 
-    def _room(self, *, game_id: str, state: engine.State, control: TimeControl,
-              seats: tuple[Seat, Seat], played: list[p.PlayedMove], seq: int, clock: Clock,
+    def _room(self, *, game_id: str, state: engine.State, control: p.TimeControl,
+              seats: tuple[Seat, Seat], played: list[p.PlayedMove], seq: int, clock: GameClock,
               created_ms: int, live: bool = True) -> GameRoom:
         room = GameRoom(game_id=game_id, state=state, control=control, seats=seats,
                         played=played, seq=seq, clock=clock, created_ms=created_ms,
@@ -151,7 +151,7 @@ class GameServer:
         """Create, store and announce a game between two online members."""
         game = engine.get_game(offer.game)
         state = game.new(**offer.options)
-        control = TimeControl.from_wire(offer.clock.to_wire())
+        control = offer.clock
         created = now_ms()
         when = ms_to_datetime(created)
         # through the commit queue: stored in the same transaction as other games' moves
@@ -169,7 +169,7 @@ class GameServer:
         seats = (Seat(members[0].user_id, members[0].name, members[0].kind),
                  Seat(members[1].user_id, members[1].name, members[1].kind))
         room = self._room(game_id=game_id, state=state, control=control, seats=seats,
-                          played=[], seq=1, clock=Clock(control), created_ms=created)
+                          played=[], seq=1, clock=GameClock(control), created_ms=created)
         for member in members:
             for session in list(member.sessions):
                 await session.joined_game(room)
@@ -234,7 +234,7 @@ class GameServer:
     def _restore_one(self, record: GameRecord, now: int, live: bool = True) -> GameRoom:
         info = record.info
         state = engine.replay(info.game_key, info.options, [m.move for m in record.moves])
-        control = TimeControl.from_wire(info.clock)
+        control = p.time_control_from_map(info.clock)
         initial = control.initial_ms()
         remaining: list[int | None] = []
         for seat in (0, 1):
@@ -246,7 +246,7 @@ class GameServer:
             game_id=info.id, state=state, control=control, seats=seats,
             played=played_moves((m.ply, m.move, m.player, m.ms_used, m.clock_ms)
                                 for m in record.moves),
-            seq=record.last_seq, clock=Clock(control, remaining),
+            seq=record.last_seq, clock=GameClock(control, remaining),
             created_ms=int(info.created_at.timestamp() * 1000), live=live)
         room.move_seqs.update((m.ply, m.seq) for m in record.moves)
         return room
@@ -306,7 +306,7 @@ class GameServer:
                      for name, kind in zip(info.players, info.player_kinds, strict=True)]
             games.append(p.Summary(
                 game_id=info.id, game=info.game_key, options=info.options,
-                clock=clock_from_wire(info.clock), players=(names[0], names[1]),
+                clock=p.time_control_from_map(info.clock), players=(names[0], names[1]),
                 status="over", ply=info.plies,
                 result=p.Result(winner=info.winner, reason=info.reason or "normal"),  # type: ignore
                 created_ms=int(info.created_at.timestamp() * 1000)))
@@ -345,7 +345,7 @@ def _live_cursor(cursor: str, request_id: int) -> tuple[int, str]:
 def _live_summary(room: GameRoom) -> p.Summary:
     return p.Summary(
         game_id=room.game_id, game=room.key, options=dict(room.state.options),
-        clock=clock_from_wire(room.control.to_wire()),
+        clock=room.control,
         players=(room.seats[0].wire(), room.seats[1].wire()),
         status=wire_status(room.status, room.state.ply),  # type: ignore[arg-type]
         ply=room.state.ply, created_ms=room.created_ms)
@@ -358,7 +358,7 @@ def record_to_wire(record: GameRecord) -> p.Record:
     finished = info.status != "playing"
     return p.Record(
         game_id=info.id, game=info.game_key, options=info.options,
-        clock=clock_from_wire(info.clock),
+        clock=p.time_control_from_map(info.clock),
         players=(p.User(name=info.players[0], kind=kinds[0]),
                  p.User(name=info.players[1], kind=kinds[1])),
         status="over" if finished else "playing",

@@ -21,10 +21,10 @@ from protocol import (
     ProtocolError,
     SeekAdded,
     SeekRemoved,
+    TimeControl,
     User,
     encode,
 )
-from protocol.values import Clock
 
 MAX_OPEN_SEEKS = 5
 
@@ -52,7 +52,7 @@ class Offer:
 
     game: str
     options: dict[str, Any]
-    clock: Clock
+    clock: TimeControl
 
     def matches(self, other: Offer) -> bool:
         return (self.game, self.options, self.clock) == (other.game, other.options, other.clock)

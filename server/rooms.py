@@ -41,13 +41,14 @@ from protocol import (
     ProtocolError,
     Result,
     Snapshot,
+    TimeControl,
     User,
     encode,
     encode_trusted,
 )
 from protocol import Move as MoveRequest
 
-from .clock import Clock, TimeControl, clock_from_wire
+from .clock import GameClock
 from .storage import ChatSent, GameFinished, MovePlayed, SeqAdvanced, StorageError
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ class GameRoom:
         seats: tuple[Seat, Seat],
         played: list[PlayedMove],
         seq: int,
-        clock: Clock,
+        clock: GameClock,
         created_ms: int,
         writer: CommitQueue,
         metrics: Metrics,
@@ -164,7 +165,7 @@ class GameRoom:
             game_id=self.game_id,
             game=self.key,
             options=dict(self.state.options),
-            clock=clock_from_wire(self.control.to_wire()),
+            clock=self.control,
             players=(self.seats[0].wire(), self.seats[1].wire()),
             status=wire_status(self.status, self.state.ply),  # type: ignore[arg-type]
             moves=tuple(self.played),
@@ -324,7 +325,7 @@ class GameRoom:
         return self.move_seqs.get(ply, self.seq)
 
     async def _commit_move(self, seat: int, new_state: engine.State, now: int) -> int:
-        trial = Clock(self.control, list(self.clock.remaining))
+        trial = GameClock(self.control, list(self.clock.remaining))
         trial.start_turn(self.clock.turn_started, running=self.clock.running)  # type: ignore
         used, after = trial.finish_turn(seat, now)
         trial.start_turn(now, running=new_state.ply >= CLOCK_STARTS_AT_PLY)
@@ -413,7 +414,7 @@ class GameRoom:
         if self.clock.turn_started is not None and self.status == PLAYING:
             mover = self.state.to_move
             left = self.clock.left(mover, now, mover)
-            if left is not None and self.control.kind == "fischer":
+            if left is not None and self.control.CARRIES_OVER:
                 self.clock.remaining[mover] = max(0, left)
         seq = self.seq + 1
         await self._writer.submit(GameFinished(self.game_id, winner, reason, seq,
