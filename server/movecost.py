@@ -46,7 +46,7 @@ from protocol.session import ServerSession
 from . import rooms
 from .rooms import GameRoom
 from .session import Session
-from .storage.writer import CommitQueue
+from .storage.statements import SqliteThreadWriter
 
 _ns: defaultdict[str, int] = defaultdict(int)
 _calls: defaultdict[str, int] = defaultdict(int)
@@ -92,8 +92,8 @@ def install() -> None:
     # moved and move_ack are framed from their fields, without a message object
     protocol.encode_trusted = _timed("encode+send", protocol.encode_trusted)
     rooms.encode_trusted = _timed("encode+send", rooms.encode_trusted)
-    CommitQueue._transaction_blocking = _timed(  # type: ignore
-        "store", CommitQueue._transaction_blocking)
+    SqliteThreadWriter.write_blocking = _timed(  # type: ignore
+        "store", SqliteThreadWriter.write_blocking)
 
 
 def _start(_signum: int, _frame: FrameType | None) -> None:

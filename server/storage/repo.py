@@ -1,9 +1,8 @@
 """The repository: every query the server makes, behind one ``Store`` object.
 
 Reads go through ORM sessions and come back as the frozen records of ``records``. Writes
-are short transactions whose first statement is a write. The hot path (moves, chat, game
-ends) does not come through here but through ``writer.CommitQueue``; ``Store.finish_game``
-is for the rare end decided outside a game's event stream (an administrator's abort).
+are short transactions whose first statement is a write. Games, moves, chat and game
+ends do not come through here: they are written by ``writer.CommitQueue``.
 
 Every method that records a moment takes ``now`` (aware, UTC) so tests and the server's
 clock decide time; it defaults to the current time.
@@ -16,7 +15,7 @@ import binascii
 import hashlib
 import json
 import secrets
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -61,7 +60,6 @@ from .records import (
     User,
     UserKind,
 )
-from .writer import GameCreated, GameFinished, write_items
 
 MAX_PAGE = 200
 GAME_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base 32, lower case
@@ -295,55 +293,6 @@ class Store:
         return [_token(row) for row in rows]
 
     # -- games ---------------------------------------------------------------------------
-
-    async def create_game(
-        self,
-        *,
-        game_key: str,
-        options: Mapping[str, Any],
-        clock: Mapping[str, Any],
-        rules_version: str,
-        player_ids: tuple[int, int],
-        seq: int = 0,
-        created_at: datetime | None = None,
-        started_at: datetime | None = None,
-        game_id: str | None = None,
-    ) -> str:
-        """Record a new game in progress and return its id (a fresh one unless given).
-
-        ``seq`` is the game's event number at creation; ``started_at`` defaults to
-        ``created_at``, when the first player's clock starts.
-        """
-        created = _now(created_at)
-        for attempt in range(3):
-            item = GameCreated(game_id or new_game_id(), game_key, dict(options), dict(clock),
-                               rules_version, player_ids, seq, created, started_at or created)
-            try:
-                async with self.writing, self.engine.begin() as conn:
-                    await write_items(conn, [item])
-            except IntegrityError as exc:
-                if game_id is None and attempt < 2:
-                    continue  # perhaps the random id was taken; the ids are fresh each try
-                raise Conflict(f"cannot create game {item.game_id!r}: {exc.orig}") from exc
-            return item.game_id
-        raise AssertionError("unreachable")
-
-    async def finish_game(
-        self,
-        game_id: str,
-        winner: int | None,
-        reason: str,
-        seq: int,
-        ended_at: datetime,
-        *,
-        status: FinishedStatus = "over",
-    ) -> None:
-        """End a game outside the commit queue; GameNotPlaying if unknown or already over."""
-        item = GameFinished(game_id, winner, reason, seq, ended_at, status)
-        async with self.writing, self.engine.begin() as conn:
-            [error] = await write_items(conn, [item])
-        if error is not None:
-            raise error
 
     async def get_game_record(self, game_id: str) -> GameRecord | None:
         """Everything about one game: players, settings, moves with clocks, chat, result."""

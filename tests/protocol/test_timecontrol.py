@@ -90,5 +90,5 @@ def test_each_kind_does_its_own_arithmetic() -> None:
 
 
 def test_a_bad_stored_form_is_refused_with_its_field() -> None:
-    with pytest.raises(p.InvalidMessage, match="clock.base_ms"):
+    with pytest.raises(p.InvalidMessage, match=r"clock\.base_ms"):
         p.time_control_from_map({"kind": "fischer", "base_ms": 5, "increment_ms": 0})
