@@ -97,13 +97,22 @@ from protocol.messages import (
     SeekAdded,
     SeekCreated,
     SeekRemoved,
+    SeekTaken,
     ServerMessage,
     Unwatch,
     Watch,
     Welcome,
     error_reply,
 )
-from protocol.session import ACCEPTED_IN, TRANSITIONS, Phase, ServerSession, check_phase
+from protocol.phases import Phase
+from protocol.session import (
+    ACCEPTED_IN,
+    TRANSITIONS,
+    ServerSession,
+    check_phase,
+    event_frame,
+    trusted_event_frame,
+)
 from protocol.timecontrol import (
     Correspondence,
     Fischer,
@@ -212,6 +221,7 @@ __all__ = [
     "SeekAdded",
     "SeekCreated",
     "SeekRemoved",
+    "SeekTaken",
     "ServerMessage",
     "ServerSession",
     "Snapshot",
@@ -231,9 +241,11 @@ __all__ = [
     "encode",
     "encode_trusted",
     "error_reply",
+    "event_frame",
     "format_duration_ms",
     "format_time_control",
     "parse_duration_ms",
     "parse_time_control",
     "time_control_from_map",
+    "trusted_event_frame",
 ]

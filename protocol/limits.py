@@ -28,6 +28,7 @@ MAX_SAFE_INT = 2**53 - 1
 """Upper bound of millisecond durations and timestamps (exact in a double)."""
 
 MAX_CHAT_CHARS = 500
+MAX_NOTE_CHARS = 200  # a short note: why a challenge was declined
 MAX_MOVE_CHARS = 32
 MAX_PASSWORD_CHARS = 128
 MIN_REGISTER_PASSWORD_CHARS = 8

@@ -26,11 +26,13 @@ from protocol.limits import (
     MAX_CHAT_CHARS,
     MAX_ERROR_MESSAGE_CHARS,
     MAX_LIST_LIMIT,
+    MAX_NOTE_CHARS,
     MAX_PASSWORD_CHARS,
     MAX_SAFE_INT,
     MAX_SOFTWARE_CHARS,
     MIN_REGISTER_PASSWORD_CHARS,
 )
+from protocol.phases import AUTHENTICATED, CONNECTED, GREETED, GREETED_OR_LATER, Phase
 from protocol.timecontrol import TimeControl
 from protocol.values import (
     MAX_LISTED,
@@ -72,13 +74,24 @@ NewPassword = Annotated[str, Text(MIN_REGISTER_PASSWORD_CHARS, MAX_PASSWORD_CHAR
 ChatText = Annotated[str, Text(1, MAX_CHAT_CHARS)]
 CodeText = Annotated[str, Text(1, 64, pattern=r"[a-z][a-z0-9_]*")]
 ErrorText = Annotated[str, Text(0, MAX_ERROR_MESSAGE_CHARS)]
+Note = Annotated[str, Text(1, MAX_NOTE_CHARS)]
 
 
 class Message(Struct):
-    """Base of all messages: tagged by ``"t"``."""
+    """Base of all messages: tagged by ``"t"``.
+
+    A client message declares, beside its fields, the connection phases it is accepted in
+    (``PHASES``), the tags of its success replies (``REPLIES``; any request may get
+    ``error`` instead) and, if its success moves the connection to another phase, that
+    phase (``MOVES_TO``). The session's tables and the server's dispatch are derived from
+    these declarations.
+    """
 
     __slots__ = ()
     TAG_KEY: ClassVar[str] = "t"
+    PHASES: ClassVar[frozenset[Phase]] = frozenset()
+    REPLIES: ClassVar[tuple[str, ...]] = ()
+    MOVES_TO: ClassVar[Phase | None] = None
 
 
 # Client -> server ---------------------------------------------------------------------------
@@ -89,6 +102,9 @@ class Hello(Message):
     """First frame of a connection: the protocol version the client speaks."""
 
     TAG = "hello"
+    PHASES = CONNECTED
+    REPLIES = ("welcome",)
+    MOVES_TO = Phase.GREETED
     id: RequestId
     version: Version
     client: Software = ""
@@ -99,6 +115,9 @@ class Register(Message):
     """Create an account and log in as it."""
 
     TAG = "register"
+    PHASES = GREETED
+    REPLIES = ("authed",)
+    MOVES_TO = Phase.AUTHENTICATED
     id: RequestId
     username: Username
     password: NewPassword
@@ -109,6 +128,9 @@ class Login(Message):
     """Log in with a username and password."""
 
     TAG = "login"
+    PHASES = GREETED
+    REPLIES = ("authed",)
+    MOVES_TO = Phase.AUTHENTICATED
     id: RequestId
     username: Username
     password: Password
@@ -119,6 +141,9 @@ class Guest(Message):
     """Log in as a new guest with a generated name."""
 
     TAG = "guest"
+    PHASES = GREETED
+    REPLIES = ("authed",)
+    MOVES_TO = Phase.AUTHENTICATED
     id: RequestId
 
 
@@ -127,6 +152,9 @@ class AuthToken(Message):
     """Log in with a bot API token or a session token from an earlier ``authed``."""
 
     TAG = "auth_token"
+    PHASES = GREETED
+    REPLIES = ("authed",)
+    MOVES_TO = Phase.AUTHENTICATED
     id: RequestId
     token: Token
 
@@ -136,6 +164,9 @@ class Logout(Message):
     """End the login (the connection stays open) and revoke its session token."""
 
     TAG = "logout"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    MOVES_TO = Phase.GREETED
     id: RequestId
 
 
@@ -144,6 +175,8 @@ class LobbySubscribe(Message):
     """Get the lobby (seeks, players online) and its changes from now on."""
 
     TAG = "lobby_subscribe"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("lobby",)
     id: RequestId
 
 
@@ -152,6 +185,8 @@ class LobbyUnsubscribe(Message):
     """Stop lobby events."""
 
     TAG = "lobby_unsubscribe"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("ok",)
     id: RequestId
 
 
@@ -160,6 +195,8 @@ class Seek(Message):
     """Offer a game to anyone; ``options`` are normalised (defaults filled) when built."""
 
     TAG = "seek"
+    PHASES = AUTHENTICATED
+    REPLIES = ("seek_created",)
     id: RequestId
     game: GameKey
     options: Options
@@ -174,6 +211,8 @@ class CancelSeek(Message):
     """Withdraw one's own open seek."""
 
     TAG = "cancel_seek"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     seek_id: SeekId
 
@@ -183,6 +222,8 @@ class AcceptSeek(Message):
     """Take another user's open seek: the game starts."""
 
     TAG = "accept_seek"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     seek_id: SeekId
 
@@ -192,6 +233,8 @@ class Challenge(Message):
     """Offer a game to one online user; ``color`` is the seat the challenger takes."""
 
     TAG = "challenge"
+    PHASES = AUTHENTICATED
+    REPLIES = ("challenge_created",)
     id: RequestId
     to: Username
     game: GameKey
@@ -208,6 +251,8 @@ class AcceptChallenge(Message):
     """Accept a challenge addressed to oneself: the game starts."""
 
     TAG = "accept_challenge"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     challenge_id: ChallengeId
 
@@ -217,8 +262,12 @@ class DeclineChallenge(Message):
     """Refuse a challenge addressed to oneself."""
 
     TAG = "decline_challenge"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     challenge_id: ChallengeId
+    message: Note | None = None
+    """Why, for the challenger (e.g. "I play only Hadron"): sent on in ``challenge_ended``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,6 +275,8 @@ class CancelChallenge(Message):
     """Withdraw one's own challenge."""
 
     TAG = "cancel_challenge"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     challenge_id: ChallengeId
 
@@ -235,6 +286,8 @@ class Move(Message):
     """Play ``move`` (text notation) as the move at ``ply`` (moves already played)."""
 
     TAG = "move"
+    PHASES = AUTHENTICATED
+    REPLIES = ("move_ack",)
     id: RequestId
     game_id: GameId
     ply: Ply
@@ -246,6 +299,8 @@ class Resign(Message):
     """Give up a game: the opponent wins."""
 
     TAG = "resign"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
 
@@ -255,6 +310,8 @@ class Abort(Message):
     """End a game that is still ``waiting`` with no winner."""
 
     TAG = "abort"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
 
@@ -264,6 +321,8 @@ class ClaimWin(Message):
     """Win a game whose opponent left and did not come back within ``claim_after_ms``."""
 
     TAG = "claim_win"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
 
@@ -273,6 +332,8 @@ class Chat(Message):
     """Say something in a game one plays."""
 
     TAG = "chat"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
     text: ChatText
@@ -283,6 +344,8 @@ class Watch(Message):
     """Spectate a game: its snapshot, then its events."""
 
     TAG = "watch"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("game_state",)
     id: RequestId
     game_id: GameId
 
@@ -292,6 +355,8 @@ class Unwatch(Message):
     """Stop a game's events."""
 
     TAG = "unwatch"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
 
@@ -301,6 +366,8 @@ class Resume(Message):
     """(Re)attach to a game after a reconnect: the events after ``since_seq``."""
 
     TAG = "resume"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("ok", "game_state")
     id: RequestId
     game_id: GameId
     since_seq: SinceSeq
@@ -311,6 +378,8 @@ class ListGames(Message):
     """A page of games, newest first, filtered; ``cursor`` continues a previous page."""
 
     TAG = "list_games"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("game_list",)
     id: RequestId
     player: Username | None = None
     game: GameKey | None = None
@@ -329,6 +398,8 @@ class GetGame(Message):
     """The full record of one game, finished or not."""
 
     TAG = "get_game"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("game_record",)
     id: RequestId
     game_id: GameId
 
@@ -338,6 +409,8 @@ class Ping(Message):
     """Application-level liveness check and round-trip measurement."""
 
     TAG = "ping"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("pong",)
     id: RequestId
 
 
@@ -612,6 +685,8 @@ class ChallengeEnded(Message):
     TAG = "challenge_ended"
     challenge_id: ChallengeId
     reason: ChallengeEnd
+    message: Note | None = None
+    """Why, in the words of whoever ended it (a decline's ``message``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -628,6 +703,16 @@ class SeekRemoved(Message):
 
     TAG = "seek_removed"
     seek_id: SeekId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeekTaken(Message):
+    """To a seek's owner: the seek became this game (sent after the game's ``game_started``;
+    for a seek paired at once, before the ``seek_created`` reply)."""
+
+    TAG = "seek_taken"
+    seek_id: SeekId
+    game_id: GameId
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -667,6 +752,7 @@ Event = (
     | ChallengeEnded
     | SeekAdded
     | SeekRemoved
+    | SeekTaken
     | PlayerOnline
     | PlayerOffline
 )
@@ -683,31 +769,8 @@ SERVER_MESSAGES: dict[str, type[Message]] = _by_tag(ServerMessage)
 """Server message classes by their ``"t"``."""
 
 REPLIES: dict[type[Message], tuple[type[Message], ...]] = {
-    Hello: (Welcome,),
-    Register: (Authed,),
-    Login: (Authed,),
-    Guest: (Authed,),
-    AuthToken: (Authed,),
-    Logout: (Ok,),
-    LobbySubscribe: (Lobby,),
-    LobbyUnsubscribe: (Ok,),
-    Seek: (SeekCreated,),
-    CancelSeek: (Ok,),
-    AcceptSeek: (Ok,),
-    Challenge: (ChallengeCreated,),
-    AcceptChallenge: (Ok,),
-    DeclineChallenge: (Ok,),
-    CancelChallenge: (Ok,),
-    Move: (MoveAck,),
-    Resign: (Ok,),
-    Abort: (Ok,),
-    ClaimWin: (Ok,),
-    Chat: (Ok,),
-    Watch: (GameState,),
-    Unwatch: (Ok,),
-    Resume: (Ok, GameState),
-    ListGames: (GameList,),
-    GetGame: (GameRecord,),
-    Ping: (Pong,),
+    cls: tuple(SERVER_MESSAGES[tag] for tag in cls.REPLIES)
+    for cls in CLIENT_MESSAGES.values()
 }
-"""The success reply (or replies) of each request; any request may get ``error``."""
+"""The success reply (or replies) of each request, from its declaration; any request may
+get ``error`` instead."""
