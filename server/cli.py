@@ -132,7 +132,7 @@ async def _dump(args: argparse.Namespace, db_url: str) -> int:
     """One JSON object per line: the wire form of each record (see docs/PROTOCOL.md)."""
     import json
 
-    from .app import record_to_wire
+    from . import wire
     from .storage import Store, make_engine
 
     engine = make_engine(db_url)
@@ -143,20 +143,20 @@ async def _dump(args: argparse.Namespace, db_url: str) -> int:
         if args.all:
             ids += await store.list_game_ids()
         for game_id in ids:
-            record = await store.get_game_record(game_id)
-            if record is None:
+            stored = await store.get_game(game_id)
+            if stored is None:
                 print(f"error: no game {game_id}", file=sys.stderr)
                 missing += 1
                 continue
-            wire = record_to_wire(record).to_wire()
-            print(json.dumps(wire, separators=(",", ":")), flush=True)
+            record = wire.record(stored).to_wire()
+            print(json.dumps(record, separators=(",", ":")), flush=True)
     finally:
         await engine.dispose()
     return 1 if missing else 0
 
 
 async def _admin(args: argparse.Namespace, db_url: str) -> int:
-    from .accounts import hash_password
+    from .accounts import Passwords
     from .storage import NameTaken, Store, make_engine, upgrade
 
     await upgrade(db_url)
@@ -168,7 +168,11 @@ async def _admin(args: argparse.Namespace, db_url: str) -> int:
             password_hash = None
             if cmd == "create-user":
                 password = args.password or getpass.getpass(f"password for {args.name}: ")
-                password_hash = await hash_password(password)
+                passwords = Passwords(threads=1)
+                try:
+                    password_hash = await passwords.hash(password)
+                finally:
+                    passwords.close()
             try:
                 user = await store.create_user(args.name, "human" if cmd == "create-user"
                                                else "bot", password_hash=password_hash)

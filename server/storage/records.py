@@ -92,7 +92,7 @@ class ChatRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class GameRecord:
+class StoredGame:
     """A whole game: enough to replay it, resume it after a restart, or show its record."""
 
     info: GameInfo

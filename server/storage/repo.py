@@ -52,9 +52,9 @@ from .records import (
     FinishedStatus,
     GameInfo,
     GamePage,
-    GameRecord,
     GameStatus,
     MoveRecord,
+    StoredGame,
     Token,
     TokenKind,
     User,
@@ -294,13 +294,13 @@ class Store:
 
     # -- games ---------------------------------------------------------------------------
 
-    async def get_game_record(self, game_id: str) -> GameRecord | None:
+    async def get_game(self, game_id: str) -> StoredGame | None:
         """Everything about one game: players, settings, moves with clocks, chat, result."""
         async with self._snapshot() as session:
             records = await self._game_records(session, GameRow.id == game_id)
         return records[0] if records else None
 
-    async def load_active_games(self) -> list[GameRecord]:
+    async def load_active_games(self) -> list[StoredGame]:
         """Every game in progress with its moves and chat, oldest game first (for restarts)."""
         async with self._snapshot() as session:
             return await self._game_records(session, GameRow.status == "playing")
@@ -394,7 +394,7 @@ class Store:
 
     async def _game_records(
         self, session: AsyncSession, condition: ColumnElement[bool]
-    ) -> list[GameRecord]:
+    ) -> list[StoredGame]:
         statement = _info_query().where(condition).order_by(GameRow.created_at, GameRow.id)
         infos = [_info(*row) for row in (await session.execute(statement)).all()]
         if not infos:
@@ -419,7 +419,7 @@ class Store:
         for line, user_name in chat_rows:
             if line.game_id in chat:
                 chat[line.game_id].append(_chat(line, user_name))
-        return [GameRecord(info, tuple(moves[info.id]), tuple(chat[info.id])) for info in infos]
+        return [StoredGame(info, tuple(moves[info.id]), tuple(chat[info.id])) for info in infos]
 
 
 # -- queries and conversions -----------------------------------------------------------------

@@ -71,7 +71,7 @@ async def test_a_whole_game_is_recorded(
     await writer.submit(move(game_id, 3, seq=5))
     await writer.submit(GameFinished(game_id, 1, "resign", 6, at(10)))
 
-    record = await store.get_game_record(game_id)
+    record = await store.get_game(game_id)
     assert record is not None
     info = record.info
     assert (info.game_key, info.options, info.clock, info.rules_version) == (
@@ -93,7 +93,7 @@ async def test_a_whole_game_is_recorded(
     assert (line.seq, line.user_id, line.user_name, line.text, line.sent_at) == (
         4, players[1].id, "Bot9", "good luck", at(5)
     )
-    assert await store.get_game_record("nosuchgame") is None
+    assert await store.get_game("nosuchgame") is None
 
 
 async def test_a_game_ends_once(
@@ -107,7 +107,7 @@ async def test_a_game_ends_once(
         await writer.submit(GameFinished(game_id, 0, "timeout", 2, at(3)))
     with pytest.raises(GameNotPlaying):
         await writer.submit(GameFinished("nosuchgame", 0, "timeout", 2, at(3)))
-    record = await store.get_game_record(game_id)
+    record = await store.get_game(game_id)
     assert record is not None
     assert (record.info.status, record.info.winner, record.info.reason) == (
         "aborted", None, "abort"

@@ -115,7 +115,7 @@ async def test_a_bad_item_is_rejected_and_the_rest_of_its_batch_stored(
         "NoneType", "Conflict", "NoneType", "Conflict", "NoneType", "NoneType", "Conflict"
     ]
     assert await stored_moves(engine) == {(first, 0), (first, 1), (second, 0), (second, 1)}
-    record = await store.get_game_record(first)
+    record = await store.get_game(first)
     assert record is not None and record.moves[0].move == "Ba1"  # the original, not "Bz9"
     assert writer.stats.isolated == 1 and writer.stats.failed == 3
     await writer.submit(move(first, 2))  # and the queue carries on
@@ -216,11 +216,11 @@ async def test_a_numbered_event_without_a_row_advances_the_stored_seq(
 
     game_id = await new_game(store, players)
     await writer.submit(move(game_id, 0))
-    before = await store.get_game_record(game_id)
+    before = await store.get_game(game_id)
     assert before is not None
     await writer.submit(SeqAdvanced(game_id, before.last_seq + 1))
     await writer.submit(SeqAdvanced(game_id, before.last_seq))  # older: never goes back
-    after = await store.get_game_record(game_id)
+    after = await store.get_game(game_id)
     assert after is not None and after.last_seq == before.last_seq + 1
 
 
@@ -241,7 +241,7 @@ async def test_games_are_created_in_the_batches_of_other_games_moves(
             return_exceptions=True)
     assert [type(o).__name__ for o in outcomes] == ["NoneType", "NoneType", "NoneType",
                                                      "Conflict"]
-    record = await store.get_game_record("newgame1")
+    record = await store.get_game("newgame1")
     assert record is not None and record.info.status == "playing"
     assert record.info.options == {"size": 5} and record.info.last_seq == 1
     await writer.submit(move("newgame2", 0))  # a created game takes moves at once

@@ -1,0 +1,37 @@
+"""Plain HTTP on the websocket port: ``/healthz`` and ``/metrics`` (and 404 elsewhere).
+
+websockets calls :meth:`Routes.respond` with each request before the upgrade: a response
+ends the request there, None lets the websocket handshake go on (``/ws`` or ``/``).
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from websockets.asyncio.server import ServerConnection
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from .metrics import Metrics
+
+WS_PATHS = ("/", "/ws")
+
+
+class Routes:
+    """The HTTP side of one server."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def respond(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/healthz":
+            return connection.respond(HTTPStatus.OK, "ok\n")
+        if path == "/metrics":
+            body = self._metrics.render()
+            headers = Headers([("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),
+                               ("Content-Length", str(len(body)))])
+            return Response(200, "OK", headers, body)
+        if path not in WS_PATHS:
+            return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
+        return None
