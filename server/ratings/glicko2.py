@@ -11,12 +11,14 @@ A game then counts as an instant at the end of that growth: ``rate_game`` ages n
 player itself, so the caller passes both ratings aged to the game's start. This is the
 paper's step 6 (phi* = sqrt(phi^2 + sigma^2) per period) spread over real time, and it
 makes the rating a profile shows just before a game exactly the one the game starts from.
+(Lichess grows the deviation inside the game's step 6, with the volatility the game has
+just produced; here the gap grows at the volatility in force during it.)
 ``rate`` is the paper's whole period (steps 1-8, its step 6 growth included), for a batch
 of results; ``rate(player, [])`` is step 6 alone.
 
 Values stay floats; ``Rating.rounded()`` is the storage form (rating and deviation to 2
-decimals, volatility to 8). Storing the rounded values and feeding them into the next game
-keeps a recomputation from the stored games equal to what was stored, to the last digit.
+decimals, volatility to 8). Store the rounded values and start the next game from them:
+then a recomputation from the stored games starts every game from exactly the stored values.
 """
 
 from __future__ import annotations
