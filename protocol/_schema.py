@@ -290,7 +290,7 @@ class TupleConverter(Converter):
     def _items(self, value: object, path: str, kinds: tuple[type, ...]) -> list[object]:
         if not isinstance(value, kinds):
             fail(path, self.expected, value)
-        items = list(value)  # type: ignore[call-overload]
+        items: list[object] = list(value)  # type: ignore[call-overload]
         if not self.bound.min_len <= len(items) <= self.bound.max_len:
             raise InvalidMessage(f"{path}: expected {self.expected}, got {len(items)} items")
         return items

@@ -81,7 +81,8 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
         if name == "uvloop":
             raise SystemExit("tessera: --loop uvloop: uvloop is not installed") from None
         return None
-    return uvloop.new_event_loop
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
 
 def raise_fd_limit() -> None:
