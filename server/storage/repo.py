@@ -138,11 +138,6 @@ class Store:
             raise NameTaken(f"the name {name!r} is taken") from exc
         return _user(row)
 
-    async def get_user(self, user_id: int) -> User | None:
-        async with self.sessions() as session:
-            row = await session.get(UserRow, user_id)
-        return None if row is None else _user(row)
-
     async def get_user_by_name(self, name: str) -> User | None:
         """The account with this name in any letter case."""
         async with self.sessions() as session:

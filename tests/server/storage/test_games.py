@@ -79,9 +79,7 @@ async def test_a_whole_game_is_recorded(
     )
     assert info.players == ("Alice", "Bot9")
     assert info.player_ids == (players[0].id, players[1].id)
-    assert (info.status, info.winner, info.winner_name, info.reason) == (
-        "over", 1, "Bot9", "resign"
-    )
+    assert (info.status, info.winner, info.reason) == ("over", 1, "resign")
     assert (info.created_at, info.started_at, info.ended_at) == (T0, T0, at(10))
     assert (info.plies, info.last_seq, record.last_seq) == (4, 6, 6)
     assert [(m.ply, m.seq, m.move, m.player) for m in record.moves] == [
@@ -167,7 +165,7 @@ async def test_active_games_survive_a_restart(db: Database) -> None:
     assert [m.ply for m in zero.moves] == [0, 1, 2, 3]
     assert [c.text for c in zero.chat] == ["brb"] and one.chat == ()
     assert zero.last_seq == 5 and one.last_seq == 4 and two.last_seq == 0
-    assert zero.turn_started_at == at(1 + 3) and two.turn_started_at == at(2)
+    assert zero.moves[-1].played_at == at(1 + 3) and two.info.started_at == at(2)
     assert (zero.remaining_ms(0), zero.remaining_ms(1)) == (58_500, 58_000)
     assert two.moves == () and two.remaining_ms(0) is None
     assert all(r.info.status == "playing" and r.info.ended_at is None for r in restored)
@@ -220,7 +218,7 @@ async def test_history_pages_newest_first_without_gaps_or_repeats(
     page = await store.list_games(limit=3)
     assert [g.id for g in page.games] == ["g6", "g5", "g4"] and page.next_cursor
     first = page.games[0]
-    assert (first.players, first.winner_name, first.plies) == (("Alice", "Bot9"), "Bot9", 1)
+    assert (first.players, first.winner, first.plies) == (("Alice", "Bot9"), 1, 1)
     assert first.player_kinds == ("human", "bot")
     assert await store.list_game_ids() == [f"g{n}" for n in range(7)] + ["live"]
 
