@@ -173,15 +173,15 @@ class GameRoom:
         )
 
     def events_since(self, since_seq: int) -> list[bytes] | None:
-        """Frames of the events after ``since_seq``, or None if they are not all kept (or
-        ``since_seq`` is ahead of the game)."""
-        if since_seq > self.seq:
+        """Frames of the events after ``since_seq``; None when a snapshot must be sent
+        instead: ``since_seq`` is ahead of the game, some of the events are not kept, or
+        it is from before this room was loaded (a restart restarted the clocks, so even a
+        client that missed no event needs the server's figures)."""
+        if since_seq > self.seq or since_seq < self.first_logged_seq:
             return None
         if since_seq == self.seq:
             return []
-        if since_seq + 1 < self.first_logged_seq or (
-            self.events and self.events[0][0] > since_seq + 1
-        ):
+        if self.events and self.events[0][0] > since_seq + 1:
             return None
         return [frame for seq, frame in self.events if seq > since_seq]
 
