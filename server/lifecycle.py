@@ -48,6 +48,10 @@ class GameStatus(enum.StrEnum):
         return cls.WAITING if ply < CLOCK_STARTS_AT_PLY else cls.PLAYING
 
 
+LIVE = frozenset({GameStatus.WAITING, GameStatus.PLAYING})
+"""The live statuses, for ``status in LIVE`` where a property call would cost (every move)."""
+
+
 class Change(enum.Enum):
     BOTH_MOVED = "both players have moved"
     END = "end"

@@ -42,7 +42,7 @@ from protocol import (
 from protocol import Move as MoveRequest
 
 from .clock import GameClock
-from .lifecycle import CLOCK_STARTS_AT_PLY, Change, GameStatus, after, allows
+from .lifecycle import CLOCK_STARTS_AT_PLY, LIVE, Change, GameStatus, after, allows
 from .storage import ChatSent, GameFinished, MovePlayed, SeqAdvanced, StorageError
 
 if TYPE_CHECKING:
@@ -278,7 +278,7 @@ class GameRoom:
 
     # -- actions ----------------------------------------------------------------------------
     def _check_live(self) -> None:
-        if not self.status.live:
+        if self.status not in LIVE:
             raise refuse(ErrorCode.GAME_OVER, "the game is over", self.game_id)
 
     def _seat(self, user_id: int) -> int:
@@ -457,7 +457,7 @@ class GameRoom:
         and sets a new one. So a move does not cost a timer of its own.
         """
         flag = self.clock.flag_at(self.state.to_move)
-        if flag is None or not self.status.live:
+        if flag is None or self.status not in LIVE:
             self.close()
             return
         if self._timer is not None:

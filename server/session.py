@@ -84,9 +84,8 @@ class Session:
     def send_frame(self, frame: bytes) -> None:
         """The one door out: send a frame (it leaves with the others of this loop turn, in
         order); skipped once the connection is closing, as websockets.broadcast does."""
-        if self.closing or not wsio.is_open(self.ws):
+        if self.closing or not wsio.frame_binary(self.ws, frame):
             return
-        wsio.frame_binary(self.ws, frame)
         if not self.queued:
             self.queued = True
             self.app.outbox.add(self.flush)

@@ -26,14 +26,14 @@ WEBSOCKETS_VERSION = "17.4"
 """The websockets release this module was written against (pinned in pyproject.toml)."""
 
 
-def is_open(ws: Connection) -> bool:
-    """Whether frames may still be sent on the connection."""
-    return ws.protocol.state is State.OPEN
-
-
-def frame_binary(ws: Connection, frame: bytes) -> None:
-    """Frame a binary message into the connection's protocol; it leaves at the next flush."""
-    ws.protocol.send_binary(frame)
+def frame_binary(ws: Connection, frame: bytes) -> bool:
+    """Frame a binary message into the connection's protocol, where it waits for the next
+    flush; False (nothing framed) once the connection is not open any more."""
+    protocol = ws.protocol
+    if protocol.state is not State.OPEN:
+        return False
+    protocol.send_binary(frame)
+    return True
 
 
 def flush(ws: Connection) -> int:

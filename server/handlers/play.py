@@ -50,7 +50,8 @@ async def on_chat(s: Session, m: p.Chat) -> p.ServerMessage:
 async def _game(s: Session, game_id: str) -> GameRoom:
     """A game in progress or finished: a late request about a finished game gets its
     ``game_over`` answer (or a resent move its ack) rather than ``not_found``."""
-    room = await s.app.games.any(game_id)
+    games = s.app.games
+    room = games.live(game_id) or await games.any(game_id)
     if room is None:
         raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
     return room
