@@ -166,9 +166,12 @@ class Bus:
         self._backoff_s = backoff_s
         common: dict[str, Any] = {"socket_connect_timeout": command_timeout_s,
                                   "socket_keepalive": True}
-        self.redis: aioredis.Redis = aioredis.Redis.from_url(
-            url, max_connections=max_connections, socket_timeout=command_timeout_s,
-            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2), **common)
+        # a blocking pool: a burst of commands waits for a connection rather than failing
+        self.redis: aioredis.Redis = aioredis.Redis(
+            connection_pool=aioredis.BlockingConnectionPool.from_url(
+                url, max_connections=max_connections, timeout=command_timeout_s,
+                socket_timeout=command_timeout_s,
+                retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2), **common))
         # the reader's connection: no retries, so that every break reaches _read_forever
         self._sub_client: aioredis.Redis = aioredis.Redis.from_url(
             url, max_connections=2, retry=Retry(NoBackoff(), 0), **common)
@@ -226,7 +229,7 @@ class Bus:
             if not future.done():
                 future.set_exception(BusUnavailable("the bus is closed"))
         await self._sub_client.aclose()
-        await self.redis.aclose()
+        await self.redis.aclose(close_connection_pool=True)
 
     async def __aenter__(self) -> Bus:
         await self.start()

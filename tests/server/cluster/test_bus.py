@@ -194,3 +194,13 @@ async def test_a_redis_that_stops_answering_is_noticed(private_redis: PrivateRed
             os.kill(private_redis.process.pid, signal.SIGCONT)
         await a.wait_connected(5)
         assert gaps == [1]
+
+
+async def test_a_burst_of_commands_waits_for_the_pool(redis_url: str, keys: Keys) -> None:
+    got, handler = collect()
+    async with running(redis_url, keys, "a", max_connections=2) as a:
+        await a.subscribe(keys.lobby_channel, handler)
+        counts = await asyncio.gather(*(a.publish(keys.lobby_channel, b"%d" % n)
+                                        for n in range(300)))
+        assert counts == [1] * 300
+        await eventually(lambda: len(got) == 300)
