@@ -68,6 +68,7 @@ TOKEN_TOUCH_INTERVAL = timedelta(minutes=10)  # last_used_at is this coarse, to 
 
 _USERS = cast(Table, UserRow.__table__)
 _TOKENS = cast(Table, ApiTokenRow.__table__)
+_GAMES = cast(Table, GameRow.__table__)
 
 
 def name_key(name: str) -> str:
@@ -288,6 +289,24 @@ class Store:
         return [_token(row) for row in rows]
 
     # -- games ---------------------------------------------------------------------------
+
+    async def take_over_game(self, game_id: str) -> int | None:
+        """Bump a live game's epoch and return the new one; None if the game is unknown or
+        no longer playing.
+
+        A cluster node calls this after it acquired the game's lease and before it loads
+        the game: from the commit on, a write made under an older epoch is refused by the
+        database (``server/cluster/fencing.py``). On PostgreSQL the update waits for a
+        transaction of the old owner that holds the game's row, so the record loaded
+        afterwards includes everything the old owner stored.
+        """
+        async with self.writing, self.engine.begin() as conn:
+            row = (await conn.execute(
+                update(_GAMES)
+                .where(_GAMES.c.id == game_id, _GAMES.c.status == "playing")
+                .values(epoch=_GAMES.c.epoch + 1)
+                .returning(_GAMES.c.epoch))).one_or_none()
+        return None if row is None else int(row[0])
 
     async def get_game(self, game_id: str) -> StoredGame | None:
         """Everything about one game: players, settings, moves with clocks, chat, result."""
