@@ -1,4 +1,5 @@
-"""Operator commands: ``serve``, ``db upgrade`` and ``admin`` (run as ``tessera ...``)."""
+"""Operator commands: ``serve``, ``db upgrade``, ``admin`` and ``cluster status`` (run as
+``tessera ...``)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     rt = admin_sub.add_parser("revoke-token", help="revoke a token by id")
     rt.add_argument("token_id", type=int)
     _db_arg(rt)
+
+    cluster = sub.add_parser("cluster", help="a cluster of nodes on Redis and PostgreSQL")
+    cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)
+    from .cluster import status
+
+    status.add_arguments(cluster_sub.add_parser(
+        "status", help="list the nodes, their games and their last heartbeat"))
     return parser
 
 
@@ -97,6 +105,10 @@ def raise_fd_limit() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "cluster":
+        from .cluster import status
+
+        return status.run(args)
     from .storage import normalize_url
 
     try:  # a bare path means a SQLite file; the async driver is pinned for every URL
