@@ -105,7 +105,7 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
                 close_timeout=settings.close_timeout,
                 origins=origins,  # type: ignore[arg-type]
-                max_queue=16, server_header=None,
+                max_queue=16, server_header=None, reuse_port=settings.reuse_port,
             ) as ws_server:
                 port = next(iter(ws_server.sockets)).getsockname()[1]
                 log.info("listening", extra={"host": settings.host, "port": port,

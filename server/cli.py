@@ -39,6 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], default="auto",
                        help="event loop: uvloop (faster) if installed (auto), or asyncio's own")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--cluster", metavar="URL", help="run as a node of the cluster on this "
+                       "Redis (redis://HOST:PORT/DB), with a PostgreSQL --db")
+    serve.add_argument("--cluster-name", default="default", help="the cluster's name in Redis")
+    serve.add_argument("--node-id", help="this node's name in the cluster (default HOST-PID)")
+    serve.add_argument("--workers", type=int, default=1, help="node processes sharing the port "
+                       "(SO_REUSEPORT), supervised; above 1 needs --cluster and PostgreSQL")
+    serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
+    serve.set_defaults(serve_parser=serve)
 
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
@@ -119,16 +127,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "serve":
         from .app import run_server
+        from .cluster import config as cluster_config
 
+        problem = cluster_config.serve_flags_problem(args.workers, args.cluster, db_url)
+        if problem:
+            print(f"tessera: {problem}", file=sys.stderr)
+            return 2
+        if args.workers > 1:
+            from .cluster.workers import run_workers
+
+            return run_workers(args, args.serve_parser)
         setup_logging(args.log_level)
         settings = Settings(host=args.host, port=args.port, db_url=db_url,
                             sqlite_synchronous=args.sqlite_synchronous,
                             origins=args.origin or None, grace_ms=int(args.grace * 1000),
                             max_frame_bytes=args.max_frame, conn_rate=args.rate,
-                            conn_burst=args.rate * 2)
+                            conn_burst=args.rate * 2, reuse_port=args.reuse_port)
         raise_fd_limit()
         with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
-            runner.run(run_server(settings, args.ready_file))
+            if args.cluster:
+                from .cluster.node import run_node
+
+                runner.run(run_node(settings, cluster_config.ClusterSettings(
+                    args.cluster, args.cluster_name, args.node_id or
+                    cluster_config.default_node_id()), args.ready_file))
+            else:
+                runner.run(run_server(settings, args.ready_file))
         return 0
     if args.command == "db":
         from .storage import redact_url, upgrade
