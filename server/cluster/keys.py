@@ -91,22 +91,44 @@ class Keys:
         """Hash: open seek id -> the seek."""
         return f"{self.prefix}seeks"
 
-    def seeks_matching(self, match_key: str) -> str:
+    @property
+    def seek_owners(self) -> str:
+        """Hash: open seek id -> "owner's user id:offer key" (what the scripts decide by)."""
+        return f"{self.prefix}seeks:owner"
+
+    @property
+    def seeks_matching_prefix(self) -> str:
+        return f"{self.prefix}seeks:offer:"
+
+    def seeks_matching(self, offer_key: str) -> str:
         """Sorted set: the open seeks of one offer, by id (so the oldest pairs first)."""
-        return f"{self.prefix}seeks:offer:{match_key}"
+        return self.seeks_matching_prefix + offer_key
+
+    @property
+    def seeks_of_prefix(self) -> str:
+        return f"{self.prefix}seeks:user:"
 
     def seeks_of(self, user_id: int) -> str:
         """Set: one user's open seek ids (to bound them and to withdraw them on leaving)."""
-        return f"{self.prefix}seeks:user:{user_id}"
+        return f"{self.seeks_of_prefix}{user_id}"
 
     @property
     def challenges(self) -> str:
         """Hash: pending challenge id -> the challenge."""
         return f"{self.prefix}challenges"
 
+    @property
+    def challenge_parties(self) -> str:
+        """Hash: pending challenge id -> "challenger's user id:target's user id"."""
+        return f"{self.prefix}challenges:parties"
+
+    @property
+    def challenges_of_prefix(self) -> str:
+        return f"{self.prefix}challenges:user:"
+
     def challenges_of(self, user_id: int) -> str:
         """Set: the pending challenges a user made or received."""
-        return f"{self.prefix}challenges:user:{user_id}"
+        return f"{self.challenges_of_prefix}{user_id}"
 
     def bucket(self, scope: str, subject: str | int) -> str:
         """Hash: one token bucket (``scope`` names the limit, e.g. ``account``)."""
