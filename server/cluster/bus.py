@@ -52,7 +52,7 @@ from redis.exceptions import RedisError
 from protocol import ProtocolError
 
 from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
-from .keys import Keys, check_name
+from .keys import Keys, as_str, check_name
 
 log = logging.getLogger(__name__)
 
@@ -410,13 +410,13 @@ class Bus:
                 continue
             last_heard, pinged = now, False
             kind = message["type"]
-            channel = _text(message["channel"]) if message["channel"] is not None else ""
+            channel = as_str(message["channel"]) if message["channel"] is not None else ""
             if kind == "subscribe":
                 unconfirmed.discard(channel)
                 self._confirm(channel)
                 if not unconfirmed and not self._connected.is_set():
                     self._pubsub = pubsub
-                    for late in set(self._handlers) - set(_texts(pubsub.channels)):
+                    for late in set(self._handlers) - {as_str(name) for name in pubsub.channels}:
                         await pubsub.subscribe(late)  # added while we were subscribing
                         unconfirmed.add(late)
                     if unconfirmed:
@@ -453,11 +453,3 @@ class Bus:
                 self._spawn(outcome)
         except Exception:
             log.exception("bus: on_gap failed")
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _texts(values: Any) -> set[str]:
-    return {_text(value) for value in values}

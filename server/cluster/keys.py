@@ -27,6 +27,11 @@ def check_name(kind: str, value: str) -> str:
     return value
 
 
+def as_str(value: bytes | str) -> str:
+    """A name read back from Redis (replies are bytes) as text."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 @dataclass(frozen=True, slots=True)
 class Keys:
     """The names of one cluster's keys and channels."""

@@ -33,7 +33,7 @@ from typing import Literal
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from .keys import Keys, check_name
+from .keys import Keys, as_str, check_name
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ class Leases:
     async def owner_of(self, game_id: str) -> str | None:
         """The lease's current value (``owner_node`` of it is where the game lives)."""
         value = await self.redis.get(self.keys.lease(game_id))
-        return value.decode() if isinstance(value, bytes) else value
+        return None if value is None else as_str(value)
 
     def holds(self, game_id: str) -> bool:
         """Whether this node may still act for the game: its lease was confirmed recently

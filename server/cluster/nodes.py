@@ -24,12 +24,11 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from .keys import Keys, check_name
+from .keys import Keys, as_str, check_name
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +212,7 @@ async def cluster_status(redis: aioredis.Redis, keys: Keys, *, with_games: bool 
         await redis.zrange(keys.nodes, 0, -1, withscores=True))  # type: ignore[arg-type]
     async with redis.pipeline(transaction=False) as pipe:
         for member, _ in beats:
-            node_id = _text(member)
+            node_id = as_str(member)
             pipe.hgetall(keys.node(node_id))
             if with_games:
                 pipe.smembers(keys.node_games(node_id))
@@ -221,18 +220,14 @@ async def cluster_status(redis: aioredis.Redis, keys: Keys, *, with_games: bool 
     found = []
     step = 2 if with_games else 1
     for index, (member, score) in enumerate(beats):
-        info = {_text(k): _text(v) for k, v in replies[index * step].items()}
-        games = sorted(_text(g) for g in replies[index * step + 1]) if with_games else []
+        info = {as_str(k): as_str(v) for k, v in replies[index * step].items()}
+        games = sorted(as_str(g) for g in replies[index * step + 1]) if with_games else []
         heartbeat = int(score)
         dead_after = int(info.get("dead_after_ms", 5000))
         found.append(NodeInfo(
-            node_id=_text(member), alive=now - heartbeat <= dead_after,
+            node_id=as_str(member), alive=now - heartbeat <= dead_after,
             heartbeat_ms=heartbeat, age_ms=max(0, now - heartbeat),
             incarnation=info.get("incarnation", ""), address=info.get("address", ""),
             pid=int(info.get("pid", 0)), started_ms=int(info.get("started_ms", 0)),
             connections=int(info.get("connections", 0)), games=tuple(games)))
     return sorted(found, key=lambda node: node.node_id)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
