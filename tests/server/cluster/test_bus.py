@@ -140,7 +140,7 @@ async def test_the_reader_survives_a_redis_restart_and_reports_the_gap(
     keys = Keys("restart")
     gaps: list[str] = []
     channel = keys.game_channel("g1")
-    options = {"ping_s": 0.2, "backoff_s": (0.02, 0.2), "request_timeout_s": 2.0}
+    options = {"ping_s": 0.5, "backoff_s": (0.02, 0.2), "request_timeout_s": 2.0}
 
     async def echo(body: Any, _sender: str) -> Any:
         return body
@@ -183,13 +183,13 @@ async def test_the_reader_survives_a_redis_restart_and_reports_the_gap(
 async def test_a_redis_that_stops_answering_is_noticed(private_redis: PrivateRedis) -> None:
     """A stopped Redis keeps its sockets open: only the reader's PING finds it silent."""
     gaps: list[int] = []
-    async with running(private_redis.url, Keys("frozen"), "a", ping_s=0.1,
+    async with running(private_redis.url, Keys("frozen"), "a", ping_s=0.25,
                        backoff_s=(0.02, 0.1), command_timeout_s=0.5,
                        on_gap=lambda: gaps.append(1)) as a:
         assert private_redis.process is not None
         os.kill(private_redis.process.pid, signal.SIGSTOP)
         try:
-            await eventually(lambda: not a.connected, 3)
+            await eventually(lambda: not a.connected, 5)
         finally:
             os.kill(private_redis.process.pid, signal.SIGCONT)
         await a.wait_connected(5)

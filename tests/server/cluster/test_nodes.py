@@ -41,7 +41,7 @@ async def test_heartbeats_say_who_is_alive_and_what_they_hold(
 async def test_a_silent_node_is_dead_and_claimed_once(redis: aioredis.Redis, keys: Keys
                                                       ) -> None:
     claimed: list[tuple[str, str]] = []
-    options = {"interval_s": 0.1, "dead_after_s": 0.4}
+    options = {"interval_s": 0.2, "dead_after_s": 1.0}
     survivors = [registry(redis, keys, name, on_dead=lambda dead, by=name:
                           claimed.append((dead, by)), **options) for name in ("a", "b")]
     doomed = registry(redis, keys, "c", report=lambda: (["g9"], 1), **options)
@@ -49,18 +49,18 @@ async def test_a_silent_node_is_dead_and_claimed_once(redis: aioredis.Redis, key
     for node in survivors:
         node.start()
     try:
-        await asyncio.sleep(0.3)
-        assert claimed == []  # c beat 0.3 s ago: alive
-        await eventually(lambda: len(claimed) == 1, 3)
-        await asyncio.sleep(0.3)  # both survivors looked again: still one claim
+        await asyncio.sleep(0.4)
+        assert claimed == []  # c beat 0.4 s ago: alive
+        await eventually(lambda: len(claimed) == 1, 5)
+        await asyncio.sleep(0.6)  # both survivors looked again: still one claim
         assert [dead for dead, _ in claimed] == ["c"]
         [c] = [n for n in await cluster_status(redis, keys) if n.node_id == "c"]
-        assert not c.alive and c.games == ("g9",) and c.age_ms >= 400
+        assert not c.alive and c.games == ("g9",) and c.age_ms >= 1000
 
         await doomed.beat()  # c comes back: alive, and its next death is claimed again
         [c] = [n for n in await cluster_status(redis, keys) if n.node_id == "c"]
         assert c.alive
-        await eventually(lambda: len(claimed) == 2, 3)
+        await eventually(lambda: len(claimed) == 2, 5)
         assert [dead for dead, _ in claimed] == ["c", "c"]
     finally:
         for node in survivors:
@@ -71,12 +71,12 @@ async def test_a_silent_node_is_dead_and_claimed_once(redis: aioredis.Redis, key
 async def test_long_dead_nodes_are_forgotten(redis: aioredis.Redis, keys: Keys) -> None:
     old = registry(redis, keys, "old", dead_after_s=0.2, interval_s=0.1)
     await old.beat()
-    watcher = registry(redis, keys, "w", forget_after_s=0.5)
+    watcher = registry(redis, keys, "w", forget_after_s=1.5)
     await asyncio.sleep(0.3)
     await watcher.beat()
     assert await watcher.check_dead() == ["old"]
     assert "old" in [n.node_id for n in await watcher.nodes()]
-    await asyncio.sleep(0.4)
+    await asyncio.sleep(1.3)
     await watcher.check_dead()
     assert [n.node_id for n in await watcher.nodes()] == ["w"]
 
