@@ -371,7 +371,7 @@ class Bus:
         failures = 0
         ever_connected = False
         while not self._closed:
-            pubsub = self._sub_client.pubsub()
+            pubsub: Any = self._sub_client.pubsub()  # redis-py leaves PubSub untyped
             try:
                 await pubsub.subscribe(*self._handlers)
                 failures = 0

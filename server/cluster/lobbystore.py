@@ -50,10 +50,8 @@ from protocol import ErrorCode, ProtocolError
 
 from .keys import Keys
 
-Clock = p.Fischer | p.PerMove | p.Correspondence | p.Unlimited
 
-
-def offer_key(game: str, options: dict[str, Any], clock: Clock) -> str:
+def offer_key(game: str, options: dict[str, Any], clock: p.TimeControl) -> str:
     """What makes two seeks compatible (same game, options and time control), as a key."""
     canonical = msgpack.packb([game, sorted(options.items()), clock.to_wire()],
                               use_bin_type=True)
