@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,24 +21,11 @@ from server.cli import build_parser
 from server.cluster.keys import Keys
 from server.cluster.nodes import NodeInfo, cluster_status
 from server.cluster.workers import Supervisor, worker_argv
-from tests.server.conftest import PG_URL_ENV, _pg_reason_unavailable, _pg_schema
+from tests.server.conftest import TestDatabase
 
 from .conftest import eventually
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-async def pg_url() -> AsyncIterator[str]:
-    """A PostgreSQL schema (and role) of this test's own, or a skip saying why not."""
-    url = os.environ.get(PG_URL_ENV)
-    if not url:
-        pytest.skip(f"{PG_URL_ENV} is not set")
-    reason = await _pg_reason_unavailable(url)
-    if reason:
-        pytest.skip(reason)
-    async with _pg_schema(url) as role_url:
-        yield role_url
 
 
 def serve(*flags: str) -> subprocess.CompletedProcess[str]:
@@ -105,8 +91,10 @@ async def hello(url: str) -> websockets.ClientConnection:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("database", ["postgresql"], indirect=True)
 async def test_workers_share_a_port_restart_and_stop_cleanly(
-        tmp_path: Path, redis_url: str, keys: Keys, pg_url: str) -> None:
+        tmp_path: Path, redis_url: str, keys: Keys, database: TestDatabase) -> None:
+    pg_url = database.url
     ready = tmp_path / "ready"
     supervisor = subprocess.Popen(
         [sys.executable, "-m", "server", "serve", "--workers", "2", "--port", "0",
