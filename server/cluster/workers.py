@@ -14,7 +14,9 @@ with a node id of its own (``NODE-1`` ... ``NODE-N``) and listening on the same 
 - with ``--port 0`` it picks the port first, and keeps a socket bound to it (never
   listening, so it is given no connections) so that no other program takes the port
   while a worker restarts;
-- ``--ready-file`` is written (the port) once every worker is listening.
+- ``--ready-file`` is written (the port) once every worker is listening;
+- on Linux each worker is sent SIGTERM by the kernel if the supervisor itself dies (even by
+  SIGKILL), so no worker outlives it unsupervised.
 
 The workers are nodes of the cluster (``--cluster``), which is what lets them share games;
 ``serve_flags_problem`` refuses ``--workers`` above 1 without it and PostgreSQL.
@@ -25,6 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import logging
 import os
 import signal
@@ -60,6 +64,18 @@ def worker_argv(args: argparse.Namespace, parser: argparse.ArgumentParser) -> li
         else:
             argv += [flag, str(value)]
     return argv
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _stop_with_parent() -> None:
+    """In the worker before it runs (Linux): SIGTERM when the supervisor dies. Elsewhere,
+    nothing (the supervisor still stops its workers on every clean exit)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def reserve_port(host: str, port: int) -> socket.socket:
@@ -120,8 +136,9 @@ class Supervisor:
             if index < len(self.ready_files):
                 self.ready_files[index].unlink(missing_ok=True)
             started = time.monotonic()
-            process = await asyncio.create_subprocess_exec(*self.commands[index],
-                                                           stdin=asyncio.subprocess.DEVNULL)
+            process = await asyncio.create_subprocess_exec(
+                *self.commands[index], stdin=asyncio.subprocess.DEVNULL,
+                preexec_fn=_stop_with_parent)
             self.processes[index] = process
             code = await process.wait()
             if self._stopping.is_set():

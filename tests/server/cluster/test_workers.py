@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -96,11 +97,12 @@ async def test_workers_share_a_port_restart_and_stop_cleanly(
         tmp_path: Path, redis_url: str, keys: Keys, database: TestDatabase) -> None:
     pg_url = database.url
     ready = tmp_path / "ready"
+    errors_file = (tmp_path / "stderr").open("wb")
     supervisor = subprocess.Popen(
         [sys.executable, "-m", "server", "serve", "--workers", "2", "--port", "0",
          "--db", pg_url, "--cluster", redis_url, "--cluster-name", keys.cluster,
          "--node-id", "box", "--ready-file", str(ready), "--log-level", "warning"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=errors_file)  # a file: never full
     try:
         await eventually(ready.exists, 60, 0.1)
         url = f"ws://127.0.0.1:{int(ready.read_text())}/ws"
@@ -124,7 +126,11 @@ async def test_workers_share_a_port_restart_and_stop_cleanly(
             return (nodes[0].pid not in (0, first.pid) and nodes[0].alive
                     and nodes[0].incarnation != first.incarnation)
 
-        await eventually(restarted, 30, 0.2)
+        try:
+            await eventually(restarted, 60, 0.2)
+        except AssertionError:
+            raise AssertionError(f"not restarted: {await node_table(redis_url, keys)}; "
+                                 f"{(tmp_path / 'stderr').read_text()[-3000:]}") from None
         ws = await hello(url)  # still serving on the same port
         await ws.close()
 
@@ -137,9 +143,51 @@ async def test_workers_share_a_port_restart_and_stop_cleanly(
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
         assert await node_table(redis_url, keys) == []  # each left the registry
-        _, errors = supervisor.communicate()
+        errors = (tmp_path / "stderr").read_text()
         assert "worker 1 (pid" in errors and "exited with -9" in errors
     finally:
         if supervisor.poll() is None:
             supervisor.kill()
             supervisor.wait()
+        errors_file.close()
+
+
+def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path) -> None:
+    """Even a SIGKILLed supervisor leaves no worker behind (Linux: PR_SET_PDEATHSIG)."""
+    pids = tmp_path / "pids"
+    worker = (f"import os, time; open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n'); "
+              "time.sleep(60)")
+    script = ("import asyncio, sys; from server.cluster.workers import Supervisor; "
+              f"asyncio.run(Supervisor([[sys.executable, '-c', {worker!r}]] * 2).run())")
+    supervisor = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not (pids.exists() and len(pids.read_text().split()) == 2):
+            assert time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.05)
+        workers = [int(pid) for pid in pids.read_text().split()]
+        supervisor.kill()
+        supervisor.wait()
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in workers):
+            assert time.monotonic() < deadline, "a worker outlived its supervisor"
+            time.sleep(0.05)
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by init) counts as gone
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
