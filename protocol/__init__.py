@@ -19,7 +19,13 @@ Modules: :mod:`~protocol.messages` (every message, the unions), :mod:`~protocol.
 """
 
 from protocol.client import GameSeqs, PendingRequests
-from protocol.codec import decode_client, decode_server, encode, encode_trusted
+from protocol.codec import (
+    decode_client,
+    decode_server,
+    encode,
+    encode_trusted,
+    load_value,
+)
 from protocol.errors import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL_ERROR,
@@ -244,6 +250,7 @@ __all__ = [
     "event_frame",
     "format_duration_ms",
     "format_time_control",
+    "load_value",
     "parse_duration_ms",
     "parse_time_control",
     "time_control_from_map",

@@ -16,7 +16,7 @@ could be read, so ``exc.to_reply()`` answers the right request.
 from __future__ import annotations
 
 import threading
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import msgpack
 
@@ -69,6 +69,20 @@ def encode_trusted(cls: type[Message], **fields: Any) -> bytes:
     """The frame of ``cls.trusted(**fields)``, without building the message: for the
     server's own events on the path of every move (see :meth:`Struct.trusted`)."""
     return _PACKERS.packer.pack(struct_converter(cls).trusted_wire(fields))
+
+
+T = TypeVar("T")
+_VALUE_CONVERTERS: dict[Any, Any] = {}
+
+
+def load_value(cls: type[T], data: object, path: str = "value") -> T:
+    """A protocol value (a value struct such as ``Record``, or a message) from plain data,
+    as JSON or msgpack give it, checked as the decoder checks a frame's fields:
+    InvalidMessage (a ValueError) naming the bad field (under ``path``) otherwise."""
+    converter = _VALUE_CONVERTERS.get(cls)
+    if converter is None:
+        converter = _VALUE_CONVERTERS[cls] = compile_type(cls)
+    return cast(T, converter.load(data, path))
 
 
 def decode_client(
