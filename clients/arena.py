@@ -20,7 +20,7 @@ play as guests.
 
 ``--time`` is each bot's think time per move as in ``python -m clients.bots.match`` (a
 budget of that many milliseconds per move, of which bots plan 80%); the game clock
-(``--clock``, default per_move of 10x that, at least 2 s) is what the server enforces.
+(``--clock``, default 10x that per move, at least ``2s/move``) is what the server enforces.
 All the Python bots of an arena share one process: with ``--jobs`` above the number of
 CPU cores, bots that think on time get less search per move than they would alone.
 """
@@ -53,7 +53,7 @@ from clients.localserver import LocalServer
 from clients.sdk.cli import load_bot_class
 from clients.sdk.policy import Policy
 from clients.sdk.runner import BotRunner, ChallengeDeclined, FatalError, GameResult
-from clients.sdk.specs import GameSpec, format_clock, parse_clock, parse_game_spec
+from clients.sdk.specs import GameSpec, parse_game_spec
 
 log = logging.getLogger("clients.arena")
 
@@ -316,8 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="games per pairing and game (default: %(default)s)")
     parser.add_argument("--time", type=float, default=0.2, metavar="S",
                         help="think time per move, seconds (default: %(default)s)")
-    parser.add_argument("--clock", help="the game clock, e.g. 'per_move 5s' or "
-                        "'fischer 1m+1s' (default: per_move 10x --time, at least 2s)")
+    parser.add_argument("--clock", help="the game clock, e.g. 5s/move or 1m+1s (default: "
+                        "10x --time per move, at least 2s/move)")
     parser.add_argument("--jobs", type=int, default=1, help="games played at once")
     parser.add_argument("--seed", type=int, help="seed of the bots' random choices")
     parser.add_argument("--server", help="play on this server instead of a local one")
@@ -348,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         specs = [parse_game_spec(s) for s in args.game] or [
             parse_game_spec(g) for g in ("xodd", "yodd", "hadron", "hexifact")]
         move_time = round(args.time * 1000) if args.time else None
-        clock = parse_clock(args.clock) if args.clock else _default_clock(move_time)
+        clock = p.parse_time_control(args.clock) if args.clock else _default_clock(move_time)
         labels = [e.label for e in entrants]
         given = parse_tokens(args.token, labels)
         if given and not args.server:
@@ -376,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             url = server.url
             where = f"{url} (local; database {db}{'' if args.db else ', removed at exit'})"
         print(f"arena: {', '.join(labels)}; {args.games} games per pairing and game; clock "
-              f"{format_clock(clock)}; think {args.time:g} s per move; jobs {args.jobs}; "
+              f"{p.format_time_control(clock)}; think {args.time:g} s per move; jobs {args.jobs}; "
               f"server {where}", flush=True)
         started = time.monotonic()
         try:

@@ -19,19 +19,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from clients.connection import DEFAULT_URL
-from clients.fetch import (
-    FetchError,
-    Source,
-    fetch_record,
-    fetch_records,
-    record_from_wire,
-    to_match_record,
-)
+from clients.fetch import FetchError, Source, fetch_record, fetch_records
 from clients.records import (
     MatchRecord,
     RecordError,
     format_record,
     from_dict,
+    match_record_from_wire,
     parse_record,
     to_json,
     verify,
@@ -65,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     source = Source(server=args.server or DEFAULT_URL, db=args.db)
     try:
-        record = to_match_record(fetch_record(source, args.game_id))
+        record = match_record_from_wire(fetch_record(source, args.game_id))
     except (FetchError, RecordError) as exc:
         print(f"tessera export: {exc}", file=sys.stderr)
         return 2
@@ -81,10 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _record_from_json(data: object) -> MatchRecord:
     """A JSON record: the record format (``format`` key) or a wire record (server dump)."""
     if isinstance(data, dict) and "format" not in data and "moves" in data:
-        try:
-            return to_match_record(record_from_wire(data))
-        except FetchError as exc:
-            raise RecordError(str(exc)) from None
+        return match_record_from_wire(data)
     return from_dict(data)
 
 
@@ -145,7 +136,7 @@ def _from_source(source: Source, game_ids: Sequence[str],
                  all_games: bool) -> Iterator[tuple[str, MatchRecord | RecordError]]:
     for wire in fetch_records(source, game_ids, all_games):
         try:
-            yield wire.game_id, to_match_record(wire)
+            yield wire.game_id, match_record_from_wire(wire)
         except RecordError as exc:
             yield wire.game_id, exc
 

@@ -3,7 +3,7 @@
 A server is asked with ``get_game`` (and ``list_games`` to find every game); a database is
 read by running ``python -m server dump`` as a subprocess, so the clients never import the
 server. Both give the wire form of a record, :class:`protocol.Record`, which
-:func:`to_match_record` turns into a :class:`clients.records.MatchRecord`.
+:func:`clients.records.match_record_from_wire` turns into a ``MatchRecord``.
 """
 
 from __future__ import annotations
@@ -13,18 +13,14 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-import msgpack
 from websockets.exceptions import WebSocketException
 
 import protocol as p
-from clients import records
 from clients.connection import DEFAULT_URL, Connection, Disconnected, ServerError
-from clients.records import MatchRecord
 
 DUMP_TIMEOUT_S = 120.0
 LIST_PAGE = 100
@@ -43,28 +39,6 @@ class Source:
 
     def describe(self) -> str:
         return f"database {self.db}" if self.db else f"server {self.server}"
-
-
-def record_from_wire(data: Mapping[str, Any]) -> p.Record:
-    """Validate a record's wire form (as ``server dump`` prints it) with the protocol codec."""
-    frame = msgpack.packb({"t": "game_record", "id": 0, "record": dict(data)})
-    try:
-        message = p.decode_server(frame)
-    except p.ProtocolError as exc:
-        raise FetchError(f"not a valid record: {exc}") from None
-    assert isinstance(message, p.GameRecord)
-    return message.record
-
-
-def iso_date(epoch_ms: int) -> str:
-    """Epoch milliseconds as a record date: ``2026-01-01T00:00:40.123Z``."""
-    when = datetime.fromtimestamp(epoch_ms / 1000, UTC)
-    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def to_match_record(record: p.Record) -> MatchRecord:
-    """The match record of a stored game; a game still in progress is ``unterminated``."""
-    return records.record_from_wire(record)
 
 
 # -- from a server -----------------------------------------------------------------------------
@@ -134,9 +108,12 @@ def records_from_db(db_url: str, game_ids: Sequence[str],
     for line in done.stdout.splitlines():
         if line.strip():
             try:
-                records.append(record_from_wire(json.loads(line)))
+                records.append(p.load_value(p.Record, json.loads(line), "record"))
             except json.JSONDecodeError as exc:
                 raise FetchError(f"server dump printed a line that is not JSON: {exc}") from None
+            except p.InvalidMessage as exc:
+                raise FetchError(f"server dump printed a record that is not valid: {exc}") \
+                    from None
     if done.returncode != 0:
         raise FetchError(f"{db_url}: {_dump_failure(done.stderr, done.returncode)}")
     return records

@@ -99,7 +99,7 @@ class GameView:
         name = self.state.game.name
         opts = render.format_options(self.options)
         watching = "" if self.me is not None else " | watching"
-        return (f"{name} {opts} | game {self.game_id} | {render.format_clock(self.clock)} | "
+        return (f"{name} {opts} | game {self.game_id} | {p.format_time_control(self.clock)} | "
                 f"ply {self.state.ply}{watching}")
 
     def turn_text(self) -> str:
@@ -131,7 +131,7 @@ class GameView:
         parts = []
         for seat in (0, 1):
             arrow = ">" if seat == self.state.to_move and not self.over else " "
-            reading = f" {render.format_ms(clocks[seat])}" if clocks is not None else ""
+            reading = f" {render.short_clock_reading(clocks[seat])}" if clocks is not None else ""
             parts.append(f"{arrow}{self.colours[seat]} {self.players[seat].name}{reading}")
         turn = "over" if self.over else ("your move" if self.my_turn else "")
         return f"{self.game_id} | {' | '.join(parts)} | ply {self.state.ply} {turn}".rstrip()

@@ -1,20 +1,15 @@
 """The arguments of ``seek`` and ``challenge`` in the text client's command language.
 
-    seek hadron size=5 5+3          game, options, time control (any order after the game)
+    seek hadron size=5 5m+3s        game, options, time control (any order after the game)
     challenge bob xodd 30s/move color=white
 
 Games are named by key or display name, or a unique prefix of one (``hex``). Options are
-checked by the engine's own option schema. Time controls:
-
-    5+3        Fischer: 5 minutes, 3 seconds added per move (``0.5+0``, ``90s+2`` too)
-    30s/move   30 seconds for every move (``2m/move``)
-    3d         correspondence, 3 days per move (``3d/move``)
-    -          no clock (``unlimited``)
+checked by the engine's own option schema. Time controls are written in the protocol's
+notation (``protocol.timecontrol``): ``5m+3s``, ``30s/move``, ``3d/move``, ``unlimited``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +19,6 @@ import protocol as p
 
 DEFAULT_CLOCK: p.TimeControl = p.Fischer(base_ms=300_000, increment_ms=3_000)
 
-_NUMBER = r"\d+(?:\.\d+)?"
-_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000}
 
 
 class OfferError(ValueError):
@@ -58,30 +51,6 @@ def find_game(word: str) -> str:
     raise OfferError(f"unknown game {word!r} (games: {known})")
 
 
-def _ms(amount: str, unit: str) -> int:
-    return round(float(amount) * _UNITS_MS[unit])
-
-
-def parse_clock(text: str) -> p.TimeControl:
-    """A time control in the client's notation (see the module docstring)."""
-    t = text.strip().lower()
-    try:
-        if t in ("-", "none", "unlimited", "no-clock"):
-            return p.Unlimited()
-        if m := re.fullmatch(rf"({_NUMBER})([smh]?)(?:\+({_NUMBER})s?)?", t):
-            base = _ms(m[1], m[2] or "m")
-            return p.Fischer(base_ms=base, increment_ms=_ms(m[3] or "0", "s"))
-        if m := re.fullmatch(rf"({_NUMBER})([smh]?)/move", t):
-            return p.PerMove(per_move_ms=_ms(m[1], m[2] or "s"))
-        if m := re.fullmatch(r"(\d+)d(?:/move)?", t):
-            return p.Correspondence(days_per_move=int(m[1]))
-    except p.ProtocolError as exc:
-        why = str(exc).split(": ", 1)[-1]
-        raise OfferError(f"time control {text!r} is out of range: {why}") from None
-    raise OfferError(f"time control {text!r} not understood; use 5+3 (minutes+seconds), "
-                     "30s/move, 3d (days per move) or - (no clock)")
-
-
 def _colour(game: str, value: str) -> Any:
     v = value.lower()
     if v in ("random", "any", "?"):
@@ -110,7 +79,10 @@ def parse_offer(words: Sequence[str], *, allow_color: bool = False) -> Offer:
             else:
                 raw[name.lower()] = value
         elif clock is None:
-            clock = parse_clock(word)
+            try:
+                clock = p.parse_time_control(word)
+            except p.TimeControlSyntaxError as exc:
+                raise OfferError(str(exc)) from None
         else:
             raise OfferError(f"two time controls given: {format_words(words)}")
     try:

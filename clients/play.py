@@ -9,7 +9,7 @@ sent, so mistakes are explained at once; the server checks them again. Events (m
 challenges, new seeks) are printed above the prompt as they arrive, and the bottom toolbar
 shows both clocks running.
 
-``bot mcts hadron size=5 5+3`` starts a bundled bot as a child process, a guest on the same
+``bot mcts hadron size=5 5m+3s`` starts a bundled bot as a child process, a guest on the same
 server (``clients.local_bot``), and challenges it; the bot stops when its game ends or the
 client quits (``--bot``/``--game`` do the same from the command line).
 
@@ -37,11 +37,11 @@ import protocol as p
 from clients import render
 from clients.bots import BOTS
 from clients.connection import DEFAULT_URL, Connection, Disconnected, ServerError
-from clients.fetch import get_record, iso_date, to_match_record
+from clients.fetch import get_record
 from clients.live import GameView
 from clients.local_bot import STOP_GRACE_S, LocalBot, LocalBotError, bot_command
 from clients.offers import OfferError, parse_offer
-from clients.records import RESULTS
+from clients.records import RESULTS, match_record_from_wire, utc_date
 from clients.replay import Replayer, run_viewer
 from clients.terminal import Terminal, wants_color
 
@@ -477,7 +477,7 @@ class PlayClient:
     async def cmd_seeks(self, args: str) -> None:
         lobby = await self.subscribe_lobby(quiet=True)
         if not lobby.seeks:
-            self.say("No open seeks. Offer one: seek hadron size=5 5+3")
+            self.say("No open seeks. Offer one: seek hadron size=5 5m+3s")
             return
         for s in lobby.seeks:
             mine = " (yours)" if self.user and s.user.name == self.user.name else ""
@@ -496,7 +496,8 @@ class PlayClient:
             self.say(f"  {label}: {names}")
 
     @command("seek", "seek GAME [OPTION=VALUE ...] [TIME]",
-             "offer a game to anyone, e.g. seek hadron size=5 5+3 (TIME: 5+3, 30s/move, 3d, -)")
+             "offer a game to anyone, e.g. seek hadron size=5 5m+3s (TIME: 5m+3s, 30s/move, "
+             "3d/move, unlimited)")
     async def cmd_seek(self, args: str) -> None:
         offer = parse_offer(args.split())
         reply = await self.call(p.Seek, game=offer.game, options=offer.options,
@@ -508,7 +509,7 @@ class PlayClient:
                  "Waiting for an opponent ('cancel' withdraws it).")
 
     @command("challenge", "challenge USER GAME [OPTION=VALUE ...] [TIME] [color=COLOUR]",
-             "offer a game to one player, e.g. challenge bob xodd size=9 10+5 color=black")
+             "offer a game to one player, e.g. challenge bob xodd size=9 10m+5s color=black")
     async def cmd_challenge(self, args: str) -> None:
         words = args.split()
         if len(words) < 2:
@@ -522,7 +523,7 @@ class PlayClient:
                  f"{render.describe_offer(offer.game, offer.options, offer.clock)}.")
 
     @command("bot", "bot NAME GAME [OPTION=VALUE ...] [TIME] [color=COLOUR] [think=S]",
-             f"play a bundled bot ({', '.join(BOTS)}) run here: bot mcts hadron size=5 5+3 "
+             f"play a bundled bot ({', '.join(BOTS)}) run here: bot mcts hadron size=5 5m+3s "
              f"(think=S: its time a move, {BOT_THINK_S:g} s); 'bot' lists yours")
     async def cmd_bot(self, args: str) -> None:
         words = args.split()
@@ -534,7 +535,7 @@ class PlayClient:
             raise UsageError(f"No bundled bot {words[0]!r}: one of {', '.join(BOTS)}. Usage: "
                              + COMMANDS["bot"].usage)
         if len(words) < 2:
-            raise UsageError(f"Which game? e.g. bot {kind} hadron size=5 5+3 (games: "
+            raise UsageError(f"Which game? e.g. bot {kind} hadron size=5 5m+3s (games: "
                              f"{', '.join(engine.GAMES)})")
         think, rest = _think(words[1:])
         offer = parse_offer(rest, allow_color=True)
@@ -743,7 +744,7 @@ class PlayClient:
         for g in reply.games:
             result = (f"{RESULTS[g.result.winner]} {g.result.reason}"
                       if g.result else "playing")
-            self.say(f"  {g.game_id:<12} {iso_date(g.created_ms)[:16].replace('T', ' ')}  "
+            self.say(f"  {g.game_id:<12} {utc_date(g.created_ms)[:16].replace('T', ' ')}  "
                      f"{render.describe_offer(g.game, g.options, g.clock):<28} "
                      f"{g.players[0].name} vs {g.players[1].name}  {g.ply} plies  {result}")
         self.history = (query, reply.next_cursor) if reply.next_cursor else None
@@ -755,7 +756,7 @@ class PlayClient:
         if len(args.split()) != 1:
             raise UsageError("usage: replay GAME (find one with 'history')")
         record = await get_record(self.live_conn(), args)
-        await run_viewer(Replayer(to_match_record(record), color=self.color), self.term)
+        await run_viewer(Replayer(match_record_from_wire(record), color=self.color), self.term)
         self.say("(left the replay)")
 
     # -- help and leaving ---------------------------------------------------------------------
@@ -782,7 +783,7 @@ class PlayClient:
     # -- local bots ---------------------------------------------------------------------------
     def list_bots(self) -> None:
         if not self.bots:
-            self.say("No local bots. Start one: bot mcts hadron size=5 5+3 "
+            self.say("No local bots. Start one: bot mcts hadron size=5 5m+3s "
                      f"(bots: {', '.join(BOTS)}).")
         for bot in self.bots.values():
             where = f"playing game {bot.game_id}" if bot.game_id else "waiting for its game"
@@ -905,12 +906,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                              + ", ".join(BOTS))
     parser.add_argument("--game", nargs="+", default=[], metavar="WORD",
                         help="with --bot: GAME [OPTION=VALUE ...] [TIME] [color=C] [think=S], "
-                             "as the bot command takes them, e.g. --game hadron size=5 5+3")
+                             "as the bot command takes them, e.g. --game hadron size=5 5m+3s")
     args = parser.parse_args(argv)
     if args.game and not args.bot:
         parser.error("--game goes with --bot")
     if args.bot and not args.game:
-        parser.error(f"--bot {args.bot} needs --game, e.g. --game hadron size=5 5+3")
+        parser.error(f"--bot {args.bot} needs --game, e.g. --game hadron size=5 5m+3s")
     if args.bot and not (args.login or args.register):
         args.guest = True
     words = sorted({w for c in ORDER for w in (c.name, *c.aliases)} | set(engine.GAMES)

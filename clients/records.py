@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import engine
+import protocol as p
 
 TERMINATIONS = ("normal", "resign", "timeout", "abandon", "abort", "unterminated")
 # Terminations that leave no winner; every other one names one.
@@ -75,8 +76,7 @@ class MatchRecord:
     rules_version: str | None = None
     game_id: str | None = None
     player_kinds: tuple[str, str] | None = None
-    time_control: dict[str, Any] = field(
-        default_factory=lambda: {"kind": "unlimited"}, hash=False)
+    time_control: p.TimeControl = field(default_factory=p.Unlimited)
     winner: int | None = None
     termination: str = "unterminated"
     moves: tuple[RecordMove, ...] = ()
@@ -98,7 +98,7 @@ class MatchRecord:
         if self.game_id is not None:
             _text("game_id", self.game_id)
         check_date(self.date)
-        set_(self, "time_control", normalize_time_control(self.time_control))
+        set_(self, "time_control", _time_control(self.time_control))
         _check_result(self.winner, self.termination)
         set_(self, "moves", _moves(self.moves))
 
@@ -182,9 +182,11 @@ def check_date(date: object) -> str:
     return date
 
 
-def utc_date(when: datetime | None = None) -> str:
-    """``when`` (an aware datetime; default now) as a record date: 2025-03-01T18:04:05Z,
-    with milliseconds (``18:04:05.123Z``) when there are any."""
+def utc_date(when: datetime | int | None = None) -> str:
+    """``when`` (an aware datetime, or epoch milliseconds; default now) as a record date:
+    2025-03-01T18:04:05Z, with milliseconds (``18:04:05.123Z``) when there are any."""
+    if isinstance(when, int):
+        when = datetime.fromtimestamp(when / 1000, UTC)
     when = datetime.now(UTC) if when is None else when
     if when.tzinfo is None:
         raise RecordError("utc_date needs a timezone-aware datetime")
@@ -192,43 +194,21 @@ def utc_date(when: datetime | None = None) -> str:
     return when.astimezone(UTC).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
-# -- time controls -----------------------------------------------------------------------------
-_TC_KEYS = {
-    "fischer": ("base_ms", "increment_ms"),
-    "per_move": ("per_move_ms",),
-    "correspondence": ("days_per_move",),
-    "unlimited": (),
-}
-
-
-def normalize_time_control(tc: object) -> dict[str, Any]:
-    """A copy of time control ``tc`` with its exact keys; RecordError if it is not one.
-
-    Fischer's ``increment_ms`` defaults to 0. Amounts are non-negative integers; a per-move
-    time and days per move are positive.
-    """
+# -- time controls and clock readings --------------------------------------------------------
+def _time_control(tc: object) -> p.TimeControl:
+    """A record's time control: a ``protocol.TimeControl``, or its wire form as a mapping
+    (``{"kind": "fischer", ...}``, Fischer's ``increment_ms`` defaulting to 0)."""
+    if isinstance(tc, p.Fischer | p.PerMove | p.Correspondence | p.Unlimited):
+        return tc
     if not isinstance(tc, Mapping):
-        raise RecordError(f"time_control must be a mapping, got {tc!r}")
-    kind = tc.get("kind")
-    if kind not in _TC_KEYS:
-        raise RecordError(
-            f"time_control kind {kind!r} is not one of {', '.join(_TC_KEYS)}")
-    keys = _TC_KEYS[kind]
-    given = dict(tc)
-    if kind == "fischer":
-        given.setdefault("increment_ms", 0)
-    extra = sorted(set(given) - {"kind", *keys})
-    if extra:
-        raise RecordError(f"time_control {kind} has unknown key {extra[0]!r}")
-    out: dict[str, Any] = {"kind": kind}
-    for key in keys:
-        value = given.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise RecordError(f"time_control {key} must be a non-negative integer, got {value!r}")
-        if value == 0 and key in ("per_move_ms", "days_per_move"):
-            raise RecordError(f"time_control {key} must be positive")
-        out[key] = value
-    return out
+        raise RecordError(f"time_control must be a time control or a mapping, got {tc!r}")
+    data = dict(tc)
+    if data.get("kind") == "fischer":
+        data.setdefault("increment_ms", 0)
+    try:
+        return p.time_control_from_map(data, "time_control")
+    except p.InvalidMessage as e:
+        raise RecordError(str(e)) from None
 
 
 def _seconds(ms: int) -> str:
@@ -244,39 +224,9 @@ def _parse_seconds(text: str, what: str) -> int:
     return int(whole) * 1000 + int((frac + "000")[:3])
 
 
-def format_time_control(tc: Mapping[str, Any]) -> str:
-    """The compact form of a time control: ``300+2``, ``30/move``, ``3d/move`` or ``-``."""
-    tc = normalize_time_control(tc)
-    if tc["kind"] == "fischer":
-        return f"{_seconds(tc['base_ms'])}+{_seconds(tc['increment_ms'])}"
-    if tc["kind"] == "per_move":
-        return f"{_seconds(tc['per_move_ms'])}/move"
-    if tc["kind"] == "correspondence":
-        return f"{tc['days_per_move']}d/move"
-    return "-"
-
-
-def parse_time_control(text: str) -> dict[str, Any]:
-    """Inverse of :func:`format_time_control`; surrounding whitespace is ignored."""
-    t = text.strip()
-    if t == "-":
-        return {"kind": "unlimited"}
-    if m := re.fullmatch(rf"({_SECONDS_RE})\+({_SECONDS_RE})", t):
-        return {"kind": "fischer", "base_ms": _parse_seconds(m[1], "base time"),
-                "increment_ms": _parse_seconds(m[2], "increment")}
-    if m := re.fullmatch(r"(\d+)d/move", t):
-        return normalize_time_control({"kind": "correspondence", "days_per_move": int(m[1])})
-    if m := re.fullmatch(rf"({_SECONDS_RE})/move", t):
-        return normalize_time_control(
-            {"kind": "per_move", "per_move_ms": _parse_seconds(m[1], "time per move")})
-    raise RecordError(
-        f"time control {text!r} is not one of: BASE+INC (seconds, e.g. 300+2), "
-        "SECONDS/move, DAYSd/move, -")
-
-
-# -- clock annotations -------------------------------------------------------------------------
-def format_clock(ms: int) -> str:
-    """A clock reading as H:MM:SS with up to three decimals: 298100 -> 0:04:58.1."""
+def format_clock_reading(ms: int) -> str:
+    """A clock reading (the time left on a clock) as H:MM:SS with up to three decimals:
+    298100 -> 0:04:58.1."""
     seconds, frac = divmod(ms, 1000)
     minutes, sec = divmod(seconds, 60)
     hours, minute = divmod(minutes, 60)
@@ -284,11 +234,11 @@ def format_clock(ms: int) -> str:
     return f"{hours}:{minute:02d}:{sec:02d}{tail}"
 
 
-def parse_clock(text: str) -> int:
-    """Inverse of :func:`format_clock`; also accepts M:SS and plain seconds."""
+def parse_clock_reading(text: str) -> int:
+    """Inverse of :func:`format_clock_reading`; also accepts M:SS and plain seconds."""
     m = re.fullmatch(r"(?:(?:(\d+):)?(\d+):)?(\d+)(?:\.(\d{1,3}))?", text)
     if not m:
-        raise RecordError(f"clock {text!r} must look like H:MM:SS.s, e.g. 0:04:58.1")
+        raise RecordError(f"clock reading {text!r} must look like H:MM:SS.s, e.g. 0:04:58.1")
     hours, minutes, seconds, frac = m.groups()
     total = (int(hours or 0) * 60 + int(minutes or 0)) * 60 + int(seconds)
     return total * 1000 + int(((frac or "") + "000")[:3])
@@ -318,7 +268,7 @@ def format_record(record: MatchRecord) -> str:
         tags += [(black + "Kind", record.player_kinds[0]),
                  (white + "Kind", record.player_kinds[1])]
     tags += [
-        ("TimeControl", format_time_control(record.time_control)),
+        ("TimeControl", p.format_time_control(record.time_control)),
         ("Result", record.result),
         ("Termination", record.termination),
     ]
@@ -329,7 +279,7 @@ def format_record(record: MatchRecord) -> str:
         if m.ms_used is not None:
             parts.append(f"{{used {_seconds(m.ms_used)}}}")
         if m.clock_ms is not None:
-            parts.append(f"{{clk {format_clock(m.clock_ms)}}}")
+            parts.append(f"{{clk {format_clock_reading(m.clock_ms)}}}")
         lines.append(" ".join(parts))
     lines.append(record.result)
     return "\n".join(lines) + "\n"
@@ -423,10 +373,18 @@ def _record_from_tags(tags: dict[str, str]) -> dict[str, Any]:
         "date": tags["Date"].strip(),
         "players": (tags[black], tags[white]),
         "player_kinds": None if kinds[0] is None else kinds,
-        "time_control": parse_time_control(tags.get("TimeControl", "-")),
+        "time_control": _tag_time_control(tags.get("TimeControl", "unlimited")),
         "winner": winner,
         "termination": termination.strip(),
     }
+
+
+def _tag_time_control(text: str) -> p.TimeControl:
+    """The [TimeControl] tag, in the notation of ``protocol.timecontrol`` (``5m+2s``)."""
+    try:
+        return p.parse_time_control(text)
+    except p.TimeControlSyntaxError as e:
+        raise RecordError(f"[TimeControl] {e}") from None
 
 
 def _parse_moves(lines: list[str], first_line: int) -> tuple[list[RecordMove], str | None]:
@@ -488,7 +446,7 @@ def _annotation(body: str, line: int) -> dict[str, int] | None:
         if key in note:
             raise RecordError(f"line {line}: {key} given twice for one move")
         if key == "clk":
-            note[key] = parse_clock(value)
+            note[key] = parse_clock_reading(value)
         elif key == "used":
             note[key] = _parse_seconds(value, "used")
         else:
@@ -526,7 +484,7 @@ def to_dict(record: MatchRecord) -> dict[str, Any]:
         "players": list(record.players),
         "player_kinds": None if record.player_kinds is None else list(record.player_kinds),
         "date": record.date,
-        "time_control": dict(record.time_control),
+        "time_control": record.time_control.to_wire(),
         "winner": record.winner,
         "termination": record.termination,
         "moves": [{"ply": m.ply, "move": m.move, "ms_used": m.ms_used, "clock_ms": m.clock_ms}
@@ -613,36 +571,32 @@ def record_from_state(state: engine.State, *, players: Sequence[str], date: str,
                        **fields)
 
 
-def record_from_wire(data: Any, rules_version: str | None = None) -> MatchRecord:
-    """A record from the server's wire form of a game record (the protocol's ``Record``
-    message, or its plain-data form as printed by ``server dump``).
+def match_record_from_wire(record: p.Record | Mapping[str, Any],
+                           rules_version: str | None = None) -> MatchRecord:
+    """The match record of the server's record of a game: a ``protocol.Record`` (from
+    ``get_game``), or its plain-data form (a line of ``server dump``), checked by the
+    protocol (RecordError saying which field is wrong otherwise).
 
     The wire form has no rules version: pass the stored one, else the engine's is assumed.
     A game still ``waiting`` or ``playing`` becomes ``unterminated``; ``created_ms`` becomes
     the date.
     """
-    if hasattr(data, "to_wire"):
-        data = data.to_wire()
-    if not isinstance(data, Mapping):
-        raise RecordError(f"a wire record must be a mapping, got {type(data).__name__}")
-    try:
-        players = data["players"]
-        result = data.get("result") if data["status"] == "over" else None
-        started = datetime.fromtimestamp(data["created_ms"] / 1000, UTC)
-        moves = tuple(RecordMove(m["ply"], m["move"], m.get("ms_used"), m.get("clock_ms"))
-                      for m in data["moves"])
-        return MatchRecord(
-            game=data["game"], options=dict(data.get("options") or {}),
-            rules_version=rules_version, game_id=data.get("game_id"),
-            players=(players[0]["name"], players[1]["name"]),
-            player_kinds=(players[0]["kind"], players[1]["kind"]),
-            date=utc_date(started), time_control=data.get("clock") or {"kind": "unlimited"},
-            winner=None if result is None else result["winner"],
-            termination="unterminated" if result is None else result["reason"],
-            moves=moves,
-        )
-    except (KeyError, IndexError, TypeError) as e:
-        raise RecordError(f"malformed wire record: {type(e).__name__} {e}") from None
+    if not isinstance(record, p.Record):
+        try:
+            record = p.load_value(p.Record, record, "record")
+        except p.InvalidMessage as e:
+            raise RecordError(f"malformed wire record: {e}") from None
+    result = record.result if record.status == "over" else None
+    return MatchRecord(
+        game=record.game, options=dict(record.options), rules_version=rules_version,
+        game_id=record.game_id, players=(record.players[0].name, record.players[1].name),
+        player_kinds=(record.players[0].kind, record.players[1].kind),
+        date=utc_date(record.created_ms),
+        time_control=record.clock,
+        winner=None if result is None else result.winner,
+        termination="unterminated" if result is None else result.reason,
+        moves=tuple(RecordMove(m.ply, m.move, m.ms_used, m.clock_ms) for m in record.moves),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,8 +74,10 @@ def board_text(state: engine.State, *, mark: Sequence[str] = (), color: bool = F
     return "\n".join(out)
 
 
-def format_ms(ms: int) -> str:
-    """A clock reading: ``1:02:03``, ``4:58``, or tenths under a minute (``9.4``)."""
+def short_clock_reading(ms: int) -> str:
+    """A clock reading (time left) as the live display shows it: ``1:02:03``, ``4:58``, or
+    tenths under a minute (``9.4``). Records keep the exact form
+    (``clients.records.format_clock_reading``)."""
     ms = max(ms, 0)
     if ms < 60_000:
         return f"{ms // 1000}.{ms % 1000 // 100}"
@@ -85,33 +87,15 @@ def format_ms(ms: int) -> str:
     return f"{hours}:{minute:02d}:{sec:02d}" if hours else f"{minute}:{sec:02d}"
 
 
-def _seconds(ms: int) -> str:
-    whole, frac = divmod(ms, 1000)
-    return f"{whole}.{frac:03d}".rstrip("0").rstrip(".") if frac else str(whole)
-
-
-def format_clock(clock: p.TimeControl) -> str:
-    """A time control as players write it: ``5+3``, ``30s/move``, ``3d/move``, ``-``."""
-    if isinstance(clock, p.Fischer):
-        minutes, rest = divmod(clock.base_ms, 60_000)
-        base = str(minutes) if not rest else _seconds(clock.base_ms) + "s"
-        return f"{base}+{_seconds(clock.increment_ms)}"
-    if isinstance(clock, p.PerMove):
-        return f"{_seconds(clock.per_move_ms)}s/move"
-    if isinstance(clock, p.Correspondence):
-        return f"{clock.days_per_move}d/move"
-    return "-"
-
-
 def format_options(options: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in options.items())
 
 
 def describe_offer(game: str, options: Mapping[str, Any], clock: p.TimeControl) -> str:
-    """``Hadron size=5 5+3``: a seek's or challenge's game, options and clock."""
+    """``Hadron size=5 5m+3s``: a seek's or challenge's game, options and clock."""
     name = engine.get_game(game).name if game in engine.GAMES else game
     opts = format_options(options)
-    return f"{name}{' ' + opts if opts else ''} {format_clock(clock)}"
+    return f"{name}{' ' + opts if opts else ''} {p.format_time_control(clock)}"
 
 
 def _value_text(value: Any, nested: bool = False) -> str:
@@ -154,7 +138,7 @@ def player_lines(players: Sequence[Player], colours: Sequence[str], *, to_move: 
         name = user + (" (you)" if seat == me else "")
         if kind == "bot":
             name += " [bot]"
-        clock = f"  {format_ms(clocks[seat]):>8}" if clocks is not None else ""
+        clock = f"  {short_clock_reading(clocks[seat]):>8}" if clocks is not None else ""
         badge = paint(colour, style_of(colour, seat), color) + " " * max(0, 6 - len(colour))
         lines.append(f"{arrow} {badge} {name:<{width + 6}}{clock}".rstrip())
     return lines

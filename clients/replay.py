@@ -24,8 +24,13 @@ import protocol as p
 from clients import render
 from clients.connection import DEFAULT_URL
 from clients.export import read_records
-from clients.fetch import FetchError, Source, fetch_record, to_match_record
-from clients.records import MatchRecord, RecordError, format_clock
+from clients.fetch import FetchError, Source, fetch_record
+from clients.records import (
+    MatchRecord,
+    RecordError,
+    format_clock_reading,
+    match_record_from_wire,
+)
 from clients.terminal import Terminal, wants_color
 
 DEFAULT_DELAY_S = 1.0
@@ -85,23 +90,20 @@ class Replayer:
         name = engine.get_game(r.game).name
         ident = f" {r.game_id}" if r.game_id else ""
         opts = render.format_options(r.options)
-        clock = render.format_clock(p.time_control_from_map(r.time_control))
+        clock = p.format_time_control(r.time_control)
         return (f"Replay{ident} | {name} {opts} | {clock} | "
                 f"{r.players[0]} vs {r.players[1]}")
 
     def clocks_at(self, index: int) -> list[int] | None:
         """Each seat's clock after its latest move up to ``index`` moves, if recorded."""
-        tc = self.record.time_control
-        if tc["kind"] == "unlimited":
+        start = self.record.time_control.initial_ms()
+        if start is None:
             return None
-        start = {"fischer": tc.get("base_ms"), "per_move": tc.get("per_move_ms")}.get(tc["kind"])
         clocks = [start, start]
         for m in self.record.moves[:index]:
             if m.clock_ms is not None:
                 clocks[m.ply % 2] = m.clock_ms
-        if clocks[0] is None or clocks[1] is None:
-            return None
-        return [int(clocks[0]), int(clocks[1])]
+        return clocks
 
     def view(self) -> str:
         """The position at the cursor, with the move that led to it and the result at the end."""
@@ -133,7 +135,7 @@ class Replayer:
         lines = [self.title(), f"date: {r.date}", f"rules version: {r.rules_version}",
                  f"result: {r.result} ({r.termination})", f"moves: {len(r.moves)}"]
         for m in r.moves:
-            clock = f" [{format_clock(m.clock_ms)}]" if m.clock_ms is not None else ""
+            clock = f" [{format_clock_reading(m.clock_ms)}]" if m.clock_ms is not None else ""
             lines.append(f"  {m.ply + 1:>3}. {m.move}{clock}")
         return "\n".join(lines)
 
@@ -227,7 +229,7 @@ def load(args: argparse.Namespace) -> MatchRecord:
             raise FetchError(f"{label}: {item}")
         return item
     source = Source(server=args.server or DEFAULT_URL, db=args.db)
-    return to_match_record(fetch_record(source, args.game_id))
+    return match_record_from_wire(fetch_record(source, args.game_id))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,7 @@ Then run this file; it takes every option of ``tessera bot`` (``--help`` lists t
 
     export TESSERA_BOT_TOKEN=...          # the token
     python examples/my_bot.py --server ws://127.0.0.1:8765/ws --games hadron,xodd \\
-        --seek 'hadron size=5 per_move 5s' --max-games 2
+        --seek 'hadron size=5 5s/move' --max-games 2
 
 It plays until you press Ctrl-C (the games in progress are finished first; press it again
 to resign them). The guide is docs/BOTS.md.

@@ -29,7 +29,7 @@ Z95 = 1.959964  # two-sided 95% normal quantile
 
 
 @dataclass(frozen=True, slots=True)
-class GameRecord:
+class OfflineGame:
     """One finished game: who sat where, who won, how, and how long the bots thought."""
 
     index: int
@@ -61,18 +61,18 @@ class MatchResult:
     game: str
     options: dict[str, int | str]
     budget: TimeBudget
-    records: list[GameRecord] = field(default_factory=list)
+    played: list[OfflineGame] = field(default_factory=list)
 
     @property
     def games(self) -> int:
-        return len(self.records)
+        return len(self.played)
 
     def wins(self, bot: int) -> int:
-        return sum(1 for r in self.records if r.winner_bot == bot)
+        return sum(1 for r in self.played if r.winner_bot == bot)
 
     def wins_as(self, bot: int, seat: int) -> tuple[int, int]:
         """(wins, games) of ``bot`` when it sat in ``seat``."""
-        games = [r for r in self.records if r.seats[seat] == bot]
+        games = [r for r in self.played if r.seats[seat] == bot]
         return sum(1 for r in games if r.winner_bot == bot), len(games)
 
     def score(self) -> float:
@@ -116,7 +116,7 @@ def _game_seed(match_seed: int, index: int, bot: int) -> str:
 
 def play_game(bots: Sequence[Bot], game: str, options: Mapping[str, Any],
               budget: TimeBudget, *, index: int = 0, seats: tuple[int, int] = (0, 1),
-              max_plies: int = 100_000) -> GameRecord:
+              max_plies: int = 100_000) -> OfflineGame:
     """Play one game; ``bots[seats[s]]`` plays seat ``s``. Returns its record.
 
     The bots' ``new_game`` and ``game_over`` hooks are called. A bot that raises, returns an
@@ -156,14 +156,14 @@ def play_game(bots: Sequence[Bot], game: str, options: Mapping[str, Any],
     assert winner is not None
     for seat in (0, 1):
         bots[seats[seat]].game_over(winner)
-    return GameRecord(index, seats, winner, state.ply, state.moves, (think[0], think[1]),
+    return OfflineGame(index, seats, winner, state.ply, state.moves, (think[0], think[1]),
                       (longest[0], longest[1]), (slow[0], slow[1]), error)
 
 
 _Task = tuple[int, tuple[Bot, Bot], str, dict[str, Any], TimeBudget, int]
 
 
-def _play_task(task: _Task) -> GameRecord:
+def _play_task(task: _Task) -> OfflineGame:
     index, bots, game, options, budget, seed = task
     fresh = [copy.deepcopy(b) for b in bots]
     for i, bot in enumerate(fresh):
@@ -186,11 +186,11 @@ def run_match(bot_a: Bot, bot_b: Bot, game: str, options: Mapping[str, Any] | No
     result = MatchResult((bot_a.name, bot_b.name), game, full, budget)
     tasks: list[_Task] = [(i, (bot_a, bot_b), game, full, budget, seed) for i in range(games)]
     if jobs <= 1:
-        result.records.extend(_play_task(t) for t in tasks)
+        result.played.extend(_play_task(t) for t in tasks)
     else:
         with multiprocessing.Pool(jobs) as pool:
-            result.records.extend(pool.imap_unordered(_play_task, tasks))
-        result.records.sort(key=lambda r: r.index)
+            result.played.extend(pool.imap_unordered(_play_task, tasks))
+        result.played.sort(key=lambda r: r.index)
     return result
 
 
@@ -222,10 +222,10 @@ def report(result: MatchResult) -> str:
     for bot, name in enumerate((a, label_b)):
         first, n_first = result.wins_as(bot, 0)
         second, n_second = result.wins_as(bot, 1)
-        moves = sum((r.plies + (r.seats[0] == bot)) // 2 for r in result.records)
-        think = sum(r.think_s[bot] for r in result.records)
-        longest = max((r.max_think_s[bot] for r in result.records), default=0.0)
-        slow = sum(r.slow_moves[bot] for r in result.records)
+        moves = sum((r.plies + (r.seats[0] == bot)) // 2 for r in result.played)
+        think = sum(r.think_s[bot] for r in result.played)
+        longest = max((r.max_think_s[bot] for r in result.played), default=0.0)
+        slow = sum(r.slow_moves[bot] for r in result.played)
         lines.append(f"{name:<16}{result.wins(bot):>6}{f'{first}/{n_first}':>10}"
                      f"{f'{second}/{n_second}':>11}{think / max(moves, 1):>12.3f}"
                      f"{longest:>12.3f}{slow:>6}")
@@ -235,7 +235,7 @@ def report(result: MatchResult) -> str:
     lines.append(f"Elo difference {a} - {label_b}: {_elo_text(result.elo())} "
                  f"(95%: {_elo_text(elo_difference(ci.low))} .. "
                  f"{_elo_text(elo_difference(ci.high))})")
-    errors = [r.error for r in result.records if r.error]
+    errors = [r.error for r in result.played if r.error]
     lines.extend(f"error in game: {e}" for e in errors)
     return "\n".join(lines)
 

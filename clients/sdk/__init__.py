@@ -18,7 +18,7 @@ seeking, clocks, reconnecting, a clean shutdown). The shortest complete bot::
 
 ``docs/BOTS.md`` is the guide. Modules: :mod:`~clients.sdk.runner` (:class:`BotRunner`, the
 asyncio engine), :mod:`~clients.sdk.policy` (:class:`Policy`), :mod:`~clients.sdk.specs`
-(parsing clocks, seeks and game rules), :mod:`~clients.sdk.cli` (``tessera bot`` and
+(parsing seeks and game rules; time budgets), :mod:`~clients.sdk.cli` (``tessera bot`` and
 :func:`run_bot`), :mod:`~clients.sdk.bridge_cli` (``tessera bridge``).
 """
 
@@ -29,7 +29,7 @@ from clients.bots.base import Bot, TimeBudget
 from .cli import run_bot
 from .policy import Policy
 from .runner import BotRunner, ChallengeDeclined, FatalError, GameResult, Resign
-from .specs import SeekSpec, parse_clock, parse_game_rules, parse_seek
+from .specs import SeekSpec, parse_game_rules, parse_seek
 
 __all__ = [
     "Bot",
@@ -41,7 +41,6 @@ __all__ = [
     "Resign",
     "SeekSpec",
     "TimeBudget",
-    "parse_clock",
     "parse_game_rules",
     "parse_seek",
     "run_bot",

@@ -1,6 +1,6 @@
 """``tessera bridge``: play an external engine on a server, through the bot SDK.
 
-    tessera bridge --server ws://host:8765/ws --max-games 2 --seek 'hadron per_move 2s' \\
+    tessera bridge --server ws://host:8765/ws --max-games 2 --seek 'hadron 2s/move' \\
         -- python3 examples/random_engine.py --seed 7
 
 Everything before ``--`` is an option of ``tessera bot`` (token, policy, seeks, signals);

@@ -2,7 +2,7 @@
 
     export TESSERA_BOT_TOKEN=...            # from `tessera admin create-bot NAME`
     tessera bot --server ws://host:8765/ws --bot mcts --max-games 4 \\
-        --games hadron,xodd:size=9 --seek 'hadron size=5 per_move 2s' --accept-from any
+        --games hadron,xodd:size=9 --seek 'hadron size=5 2s/move' --accept-from any
 
 ``--bot`` takes a bundled bot's name (random, greedy, mcts) or ``FILE.py:CLASS`` /
 ``module:CLASS`` for your own :class:`~clients.bots.base.Bot` subclass. A bot file can also
@@ -74,7 +74,7 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
                           "separated by commas (default: any)")
     pol.add_argument("--seek", action="append", default=[], metavar="SPEC",
                      help="keep a seek open while a game slot is free, e.g. "
-                          "'hadron size=5 per_move 2s' or 'xodd fischer 5m+3s' (repeatable)")
+                          "'hadron size=5 2s/move' or 'xodd 5m+3s' (repeatable)")
     play = parser.add_argument_group("playing")
     play.add_argument("--move-time", type=float, metavar="S",
                       help="think at most S seconds per move, whatever the clock allows")

@@ -2,7 +2,7 @@
 
     policy = Policy(games=parse_game_rules("hadron:size=5..9,xodd"),
                     time_controls=frozenset({"per_move", "fischer"}), max_games=4,
-                    accept_from=None, seeks=(parse_seek("hadron size=5 per_move 2s"),))
+                    accept_from=None, seeks=(parse_seek("hadron size=5 2s/move"),))
 
 A challenge is accepted when :meth:`Policy.refusal` finds nothing against it and the bot
 plays fewer than ``max_games`` games; otherwise it is declined (the challenger sees
@@ -18,7 +18,7 @@ from typing import Any
 
 import protocol as p
 
-from .specs import GameRules, SeekSpec, budget_for, format_clock, format_game_rules
+from .specs import GameRules, SeekSpec, budget_for, format_game_rules
 
 DEFAULT_TIME_CONTROLS = frozenset({"fischer", "per_move", "unlimited"})
 """Real-time play: correspondence games (days per move) are declined unless allowed."""
@@ -74,10 +74,11 @@ class Policy:
                     return f"{game} {name}={options.get(name)} is not played ({name}: {allowed})"
         kind = clock_kind(clock)
         if kind not in self.time_controls:
-            return f"{format_clock(clock)} is not played ({', '.join(sorted(self.time_controls))})"
+            kinds = ", ".join(sorted(self.time_controls))
+            return f"{p.format_time_control(clock)} is not played ({kinds})"
         think = budget_for(clock, None).seconds_for_move(0)
         if think < self.min_think_s:
-            return (f"{format_clock(clock)} leaves {think:.3f} s per move, less than "
+            return (f"{p.format_time_control(clock)} leaves {think:.3f} s per move, less than "
                     f"{self.min_think_s:g} s")
         return None
 

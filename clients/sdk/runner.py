@@ -1,7 +1,7 @@
 """The bot runner: one connection to a server, any number of games, a bot's moves in them.
 
     runner = BotRunner(make_bot("mcts"), url="ws://127.0.0.1:8765/ws", token=TOKEN,
-                       policy=Policy(max_games=4, seeks=(parse_seek("hadron per_move 2s"),)))
+                       policy=Policy(max_games=4, seeks=(parse_seek("hadron 2s/move"),)))
     await runner.run()            # until runner.stop() and the games in progress are over
 
 What it does, so that a bot only chooses moves:

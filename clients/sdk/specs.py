@@ -1,17 +1,14 @@
-"""Text forms of what a bot operator types: durations, time controls, seeks, game rules.
+"""Text forms of what a bot operator types: seeks and game rules; and time budgets.
 
-Each ``parse_*`` has a ``format_*`` that it inverts (``parse(format(x)) == x``)::
+Each ``parse_*`` has a formatter that it inverts (``parse(format(x)) == x``)::
 
-    parse_clock("fischer 5m+3s")          -> Fischer(base_ms=300000, increment_ms=3000)
-    parse_clock("per_move 2s")            -> PerMove(per_move_ms=2000)
-    parse_seek("hadron size=5 per_move 2s") -> SeekSpec("hadron", {"size": 5}, PerMove(2000))
+    parse_seek("hadron size=5 2s/move")   -> SeekSpec("hadron", {"size": 5}, PerMove(2000))
     parse_game_rules("hadron:size=5..9,xodd:size=9|13,yodd")
 
-A time control is one of ``unlimited``, ``per_move DURATION``, ``fischer BASE+INCREMENT``
-(or ``fischer BASE INCREMENT``) and ``correspondence DAYS`` (``3`` or ``3d``). A duration is
-a number with an optional unit: ``500ms``, ``2s``, ``1.5s``, ``5m``, ``1h``; a bare number
-is seconds. :func:`budget_for` turns a game's clock into the :class:`TimeBudget` a bot
-thinks with. Everything raises ``ValueError`` with a message fit for a command line.
+Time controls are written in the protocol's one notation (``5m+3s``, ``2s/move``,
+``3d/move``, ``unlimited``: ``protocol.parse_time_control``). :func:`budget_for` turns a
+game's clock into the :class:`TimeBudget` a bot thinks with. Everything raises
+``ValueError`` with a message fit for a command line.
 """
 
 from __future__ import annotations
@@ -24,64 +21,6 @@ from typing import Any
 import engine
 import protocol as p
 from clients.bots.base import TimeBudget
-
-CLOCK_KINDS = ("fischer", "per_move", "correspondence", "unlimited")
-UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?")
-
-
-# -- durations and clocks ----------------------------------------------------------------------
-def parse_duration_ms(text: str) -> int:
-    """Milliseconds in ``text``: ``500ms``, ``2s``, ``1.5s``, ``5m``, ``1h``; bare: seconds."""
-    match = _DURATION.fullmatch(text.strip().lower())
-    if match is None:
-        raise ValueError(f"not a duration: {text!r} (examples: 500ms, 2s, 1.5s, 5m)")
-    return round(float(match.group(1)) * UNITS_MS[match.group(2) or "s"])
-
-
-def format_duration_ms(ms: int) -> str:
-    """The shortest exact text for ``ms``: ``5m``, ``2s``, ``1.5s``, ``250ms``."""
-    if ms and ms % 60_000 == 0:
-        return f"{ms // 60_000}m"
-    if ms % 1000 == 0:
-        return f"{ms // 1000}s"
-    if ms % 100 == 0:
-        return f"{ms / 1000:g}s"
-    return f"{ms}ms"
-
-
-def parse_clock(text: str) -> p.TimeControl:
-    """A time control from text (see the module doc); the protocol validates its bounds."""
-    words = text.replace("+", " ").split()
-    if not words:
-        raise ValueError("empty time control")
-    kind, args = words[0].lower().replace("-", "_"), words[1:]
-    try:
-        if kind == "unlimited" and not args:
-            return p.Unlimited()
-        if kind == "per_move" and len(args) == 1:
-            return p.PerMove(per_move_ms=parse_duration_ms(args[0]))
-        if kind == "fischer" and len(args) in (1, 2):
-            increment = parse_duration_ms(args[1]) if len(args) == 2 else 0
-            return p.Fischer(base_ms=parse_duration_ms(args[0]), increment_ms=increment)
-        if kind == "correspondence" and len(args) == 1:
-            return p.Correspondence(days_per_move=int(args[0].lower().removesuffix("d")))
-    except p.InvalidMessage as e:
-        raise ValueError(f"time control {text!r}: {e}") from None
-    raise ValueError(f"not a time control: {text!r} (examples: 'per_move 2s', "
-                     "'fischer 5m+3s', 'correspondence 3d', 'unlimited')")
-
-
-def format_clock(clock: p.TimeControl) -> str:
-    """The text :func:`parse_clock` reads back to ``clock``."""
-    if isinstance(clock, p.PerMove):
-        return f"per_move {format_duration_ms(clock.per_move_ms)}"
-    if isinstance(clock, p.Fischer):
-        return (f"fischer {format_duration_ms(clock.base_ms)}"
-                f"+{format_duration_ms(clock.increment_ms)}")
-    if isinstance(clock, p.Correspondence):
-        return f"correspondence {clock.days_per_move}d"
-    return "unlimited"
 
 
 def budget_for(clock: p.TimeControl, left_ms: int | None, move_time_ms: int | None = None
@@ -158,23 +97,23 @@ class SeekSpec:
 
     def __str__(self) -> str:
         return " ".join(w for w in (self.game, format_options(self.options),
-                                    format_clock(self.clock)) if w)
+                                    p.format_time_control(self.clock)) if w)
 
     def matches(self, game: str, options: Mapping[str, Any], clock: p.TimeControl) -> bool:
         return (self.game, self.options, self.clock) == (game, dict(options), clock)
 
 
 def parse_seek(text: str) -> SeekSpec:
-    """``GAME [NAME=VALUE ...] CLOCK``, e.g. ``hadron size=5 per_move 2s``."""
+    """``GAME [NAME=VALUE ...] CLOCK``, e.g. ``hadron size=5 2s/move``."""
     words = text.split()
     if not words:
-        raise ValueError("empty seek: expected e.g. 'hadron size=5 per_move 2s'")
+        raise ValueError("empty seek: expected e.g. 'hadron size=5 2s/move'")
     option_words = [w for w in words[1:] if "=" in w]
     clock_words = [w for w in words[1:] if "=" not in w]
     if not clock_words:
-        raise ValueError(f"seek {text!r} names no time control (e.g. 'per_move 2s')")
+        raise ValueError(f"seek {text!r} names no time control (e.g. '2s/move')")
     spec = parse_game_spec(" ".join([words[0], *option_words]))
-    return SeekSpec(spec.game, spec.options, parse_clock(" ".join(clock_words)))
+    return SeekSpec(spec.game, spec.options, p.parse_time_control(" ".join(clock_words)))
 
 
 @dataclass(frozen=True, slots=True)

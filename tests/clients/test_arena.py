@@ -94,7 +94,7 @@ def test_arena_refuses_bad_arguments() -> None:
     for bad in (["random"], ["random", "nosuchbot"], ["random", "greedy", "--game", "chess"],
                 ["random", "greedy", "--token", "random=x"],
                 ["random", "greedy", "--server", "ws://x/ws", "--token", "mcts=x"],
-                ["random", "greedy", "--clock", "per_move 10ms"]):
+                ["random", "greedy", "--clock", "10ms/move"]):
         done = arena(*bad)
         assert done.returncode == 2, (bad, done.stderr)
 

@@ -39,9 +39,9 @@ class HookRecorder(Bot):
 
 def test_colours_alternate_and_every_game_counts() -> None:
     result = run_match(make_bot("random"), make_bot("random"), "hadron", games=6, seed=1)
-    assert [r.seats for r in result.records] == [(0, 1), (1, 0)] * 3
+    assert [r.seats for r in result.played] == [(0, 1), (1, 0)] * 3
     assert result.wins(0) + result.wins(1) == 6
-    for r in result.records:
+    for r in result.played:
         final = engine.replay("hadron", result.options, r.moves)
         assert final.is_over and final.winner == r.winner_seat and r.error is None
 
@@ -50,21 +50,21 @@ def test_results_do_not_depend_on_the_number_of_jobs() -> None:
     def moves(jobs: int) -> list[tuple[str, ...]]:
         bots = (make_bot("mcts", iterations=10), make_bot("random"))
         result = run_match(*bots, "hexifact", games=4, seed=3, jobs=jobs)
-        return [r.moves for r in result.records]
+        return [r.moves for r in result.played]
 
     assert moves(1) == moves(2)
 
 
 def test_games_differ_from_one_another() -> None:
     result = run_match(make_bot("random"), make_bot("random"), "xodd", {"size": 5}, games=4)
-    assert len({r.moves for r in result.records}) == 4
+    assert len({r.moves for r in result.played}) == 4
 
 
 @pytest.mark.parametrize("faulty", [IllegalBot(), CrashingBot()], ids=["illegal", "crashing"])
 def test_a_faulty_bot_loses_and_the_error_is_recorded(faulty: Bot) -> None:
     result = run_match(faulty, make_bot("random"), "hadron", games=2)
     assert result.wins(1) == 2
-    assert all(r.error and faulty.name in r.error for r in result.records)
+    assert all(r.error and faulty.name in r.error for r in result.played)
     assert "error in game" in report(result)
 
 

@@ -354,7 +354,7 @@ def test_the_offline_match_runner_plays_engines(bots: list[EngineBot]) -> None:
     bot = make(bots, [sys.executable, str(EXAMPLE)])
     result = run_match(bot, RandomBot(), "hadron", {"size": 3}, games=4,
                        budget=TimeBudget(remaining_ms=None, per_move_ms=2000))
-    assert result.games == 4 and all(r.error is None for r in result.records)
+    assert result.games == 4 and all(r.error is None for r in result.played)
     assert bot._proc is None, "the runner played copies; the bot passed in never started"
 
 

@@ -11,7 +11,6 @@ from typing import Any
 import engine
 import protocol as p
 from clients import records
-from clients.fetch import record_from_wire, to_match_record
 from tests.clients.conftest import LiveServer, tessera_command
 
 Games = dict[str, tuple[str, engine.State]]
@@ -31,7 +30,7 @@ def test_export_text_and_json_round_trip(live_server: LiveServer, finished_games
     assert record.game_id == game_id and record.game == "hadron"
     assert [m.move for m in record.moves] == list(state.moves)
     assert (record.winner, record.termination) == (state.winner, "normal")
-    assert record.time_control == {"kind": "fischer", "base_ms": 60_000, "increment_ms": 1_000}
+    assert record.time_control == p.Fischer(base_ms=60_000, increment_ms=1_000)
     assert all(m.clock_ms is not None and m.ms_used is not None for m in record.moves)
     assert records.format_record(record) == text.stdout
 
@@ -104,18 +103,18 @@ def test_wire_record_converts_to_a_match_record() -> None:
             "moves": [{"ply": 0, "move": "b2", "by": 0, "ms_used": 1200, "clock_ms": 30000}],
             "result": {"winner": 0, "reason": "timeout"}, "created_ms": 1767225600000,
             "ended_ms": 1767225640000}
-    record = to_match_record(record_from_wire(wire))
+    record = records.match_record_from_wire(p.load_value(p.Record, wire))
     assert record.players == ("alice", "bot1") and record.player_kinds == ("human", "bot")
     assert record.date == "2026-01-01T00:00:00Z"
-    assert record.time_control == {"kind": "per_move", "per_move_ms": 30000}
+    assert record.time_control == p.PerMove(per_move_ms=30000)
     assert (record.winner, record.termination) == (0, "timeout")
     assert record.moves == (records.RecordMove(0, "b2", 1200, 30000),)
     assert records.verify(record).ok
 
     live = dict(wire, status="playing")
     del live["result"], live["ended_ms"]
-    assert to_match_record(record_from_wire(live)).termination == "unterminated"
-    assert isinstance(record_from_wire(wire), p.Record)
+    assert records.match_record_from_wire(live).termination == "unterminated"
+    assert records.match_record_from_wire(wire) == record
 
 
 def test_verify_reports_an_unusable_source(tmp_path: Path) -> None:

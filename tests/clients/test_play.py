@@ -23,7 +23,7 @@ import engine
 import protocol as p
 from clients.live import GameView
 from clients.local_bot import LocalBot, LocalBotError
-from clients.offers import OfferError, parse_clock, parse_offer
+from clients.offers import OfferError, parse_offer
 from tests.clients.conftest import LiveServer, ScriptedPlayer, spawn_tessera
 
 Scripted = Callable[[str], ScriptedPlayer]
@@ -41,7 +41,7 @@ def log_in_as_guest(child: pexpect.spawn) -> str:
 
 
 def start_game(child: pexpect.spawn, opponent: ScriptedPlayer, me: str,
-               offer: str = "hadron size=3 5+3") -> tuple[str, int]:
+               offer: str = "hadron size=3 5m+3s") -> tuple[str, int]:
     """The program seeks, ``opponent`` accepts; returns the game id and the program's seat."""
     child.sendline(f"seek {offer}")
     child.expect(r"Seek #(\d+) is open")
@@ -104,7 +104,7 @@ def test_full_hadron_game_with_errors_and_chat(live_server: LiveServer,
     assert (over.winner, over.reason) == (state.winner, "normal")
 
     child.sendline("history")
-    child.expect(rf"{game_id} .* Hadron size=3 5\+3 .* {state.ply} plies  (1-0|0-1) normal")
+    child.expect(rf"{game_id} .* Hadron size=3 5m\+3s .* {state.ply} plies  (1-0|0-1) normal")
     child.sendline(f"replay {game_id}")
     child.expect(rf"position 0/{state.ply}")
     child.sendline("l")
@@ -136,14 +136,14 @@ def test_resign_abort_challenges_and_watching(live_server: LiveServer,
                          color=0)
     assert isinstance(sent, p.ChallengeCreated)
     child.expect(rf"{opponent.name} challenges you to Hexifact board=hex3-4 "
-                 rf"jumps=after-placing -; you would play White\. "
+                 rf"jumps=after-placing unlimited; you would play White\. "
                  rf"Type 'accept {sent.challenge_id}'")
     child.sendline(f"decline {sent.challenge_id}")
     assert opponent.wait_for(p.ChallengeEnded).reason == "declined"
     sent = opponent.call(p.Challenge, to=me, game="xodd", options={"size": 5},
                          clock=p.PerMove(per_move_ms=60_000), color=0)
     assert isinstance(sent, p.ChallengeCreated)
-    child.expect("challenges you to Xodd size=5 60s/move")
+    child.expect("challenges you to Xodd size=5 1m/move")
     child.sendline("accept")
     started = opponent.wait_for(p.GameStarted)
     child.expect(rf"Game {started.game_id} started: you play White")
@@ -164,9 +164,9 @@ def test_resign_abort_challenges_and_watching(live_server: LiveServer,
     # the program accepts a seek from the lobby, then aborts the game before moving
     seek = opponent.call(p.Seek, game="yodd", options={"size": 3}, clock=p.Unlimited())
     assert isinstance(seek, p.SeekCreated)
-    child.expect(rf"New seek #{seek.seek_id} by {opponent.name}: Yodd size=3 -")
+    child.expect(rf"New seek #{seek.seek_id} by {opponent.name}: Yodd size=3 unlimited")
     child.sendline("seeks")
-    child.expect(rf"#{seek.seek_id}\s+{opponent.name}\s+Yodd size=3 -")
+    child.expect(rf"#{seek.seek_id}\s+{opponent.name}\s+Yodd size=3 unlimited")
     child.sendline(f"accept {seek.seek_id}")
     started = opponent.wait_for(p.GameStarted)
     child.expect(rf"Game {started.game_id} started")
@@ -188,7 +188,7 @@ def test_resign_abort_challenges_and_watching(live_server: LiveServer,
     watcher.sendline("seek hadron")
     watcher.expect(r"Refused \(unauthorized\): .* Log in first")
     watcher.sendline("games")
-    watcher.expect(rf"{started.game_id} .* Hadron size=3 -")
+    watcher.expect(rf"{started.game_id} .* Hadron size=3 unlimited")
     watcher.sendline(f"watch {started.game_id}")
     watcher.expect(r"watching")
     players = {opponent.name: opponent, third.name: third}
@@ -209,7 +209,7 @@ def test_reconnects_and_resumes_after_a_server_restart(
     me = log_in_as_guest(child)
     opponent = scripted_player(server.url)
     opponent.guest()
-    game_id, seat = start_game(child, opponent, me, "hadron size=5 10+5")
+    game_id, seat = start_game(child, opponent, me, "hadron size=5 10m+5s")
     state = engine.new_game("hadron", size=5)
     if seat == 1:
         opponent.move(game_id, 0, "a1")
@@ -276,7 +276,7 @@ def test_accounts_colours_and_mistakes(live_server: LiveServer, finished_games: 
     child.sendline("correct horse")
     child.expect(r"Logged in as alice_e2e \(human\)")
     child.sendline("seek hexifact hex4 jumps=once-per-stone")
-    child.expect("time control 'hex4' not understood")
+    child.expect("not a time control: 'hex4'")
     child.sendline("seek hexifact board=hex9")
     child.expect(r"option board='hex9' is not allowed")
     child.sendline("frobnicate")
@@ -352,10 +352,10 @@ def play_out(child: pexpect.spawn, game: str, options: dict[str, int | str], sea
 
 
 @pytest.mark.parametrize(("game", "options", "offer"), [
-    ("xodd", {"size": 4}, "xodd size=4 5+3"),
-    ("yodd", {"size": 3}, "yodd size=3 -"),
+    ("xodd", {"size": 4}, "xodd size=4 5m+3s"),
+    ("yodd", {"size": 3}, "yodd size=3 unlimited"),
     ("hadron", {"size": 3}, "hadron size=3 30s/move"),
-    ("hexifact", {"board": "hex3-4", "jumps": "after-placing"}, "hex board=hex3-4 1+1"),
+    ("hexifact", {"board": "hex3-4", "jumps": "after-placing"}, "hex board=hex3-4 1m+1s"),
 ])
 def test_a_full_game_against_a_bundled_bot(live_server: LiveServer, game: str,
                                           options: dict[str, int | str], offer: str) -> None:
@@ -398,7 +398,7 @@ def test_local_bots_end_with_the_client(live_server: LiveServer) -> None:
     child.expect(r"think=0: seconds per move")
 
     # quitting in the middle of a game resigns it, and the bot process ends
-    child.sendline("bot random hadron size=5 10+0 color=red")
+    child.sendline("bot random hadron size=5 10m+0s color=red")
     child.expect(r"Your random bot is online as (guest-\w+)")
     bot = child.match.group(1)
     child.expect(r"you play Red against")
@@ -433,20 +433,25 @@ async def test_a_bot_that_does_not_start_is_explained() -> None:
 
 # -- the command language, without a server ----------------------------------------------------
 def test_time_controls() -> None:
-    assert parse_clock("5+3") == p.Fischer(base_ms=300_000, increment_ms=3_000)
-    assert parse_clock("90s+2") == p.Fischer(base_ms=90_000, increment_ms=2_000)
-    assert parse_clock("30s/move") == p.PerMove(per_move_ms=30_000)
-    assert parse_clock("2m/move") == p.PerMove(per_move_ms=120_000)
-    assert parse_clock("3d") == parse_clock("3d/move") == p.Correspondence(days_per_move=3)
-    assert parse_clock("-") == p.Unlimited()
+    def clock(text: str) -> p.TimeControl:
+        return parse_offer(["hadron", text]).clock
+
+    assert clock("5m+3s") == p.Fischer(base_ms=300_000, increment_ms=3_000)
+    assert clock("1m30s+2s") == p.Fischer(base_ms=90_000, increment_ms=2_000)
+    assert clock("30s/move") == p.PerMove(per_move_ms=30_000)
+    assert clock("2m/move") == p.PerMove(per_move_ms=120_000)
+    assert clock("3d/move") == p.Correspondence(days_per_move=3)
+    assert clock("unlimited") == p.Unlimited()
     with pytest.raises(OfferError, match="out of range"):
-        parse_clock("0+1")
-    with pytest.raises(OfferError, match="not understood"):
-        parse_clock("fast")
+        clock("0s+1s")
+    with pytest.raises(OfferError, match="not a time control: 'fast'"):
+        clock("fast")
+    with pytest.raises(OfferError, match=r"write 5m\+3s \(minutes\+seconds\)"):
+        clock("5+3")  # the old notation says what to write now
 
 
 def test_offers() -> None:
-    offer = parse_offer(["hex", "board=hex4", "1+0"])
+    offer = parse_offer(["hex", "board=hex4", "1m+0s"])
     assert (offer.game, offer.options["board"], offer.clock) == (
         "hexifact", "hex4", p.Fischer(base_ms=60_000, increment_ms=0))
     assert parse_offer(["Hadron"]).options == {"size": 5}

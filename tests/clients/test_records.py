@@ -16,25 +16,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine
+import protocol as p
 from clients.records import (
     MatchRecord,
     RecordError,
     RecordMove,
-    format_clock,
+    format_clock_reading,
     format_record,
-    format_time_control,
     from_dict,
     from_json,
-    parse_clock,
+    match_record_from_wire,
+    parse_clock_reading,
     parse_record,
-    parse_time_control,
     record_from_state,
-    record_from_wire,
     to_dict,
     to_json,
     utc_date,
     verify,
 )
+from protocol.limits import MAX_CLOCK_MS, MAX_DAYS_PER_MOVE, MAX_INCREMENT_MS, MIN_CLOCK_MS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "RECORDS.md"
 
@@ -47,11 +47,11 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 TIME_CONTROLS = st.one_of(
-    st.just({"kind": "unlimited"}),
-    st.builds(lambda b, i: {"kind": "fischer", "base_ms": b, "increment_ms": i},
-              st.integers(0, 10**8), st.integers(0, 10**6)),
-    st.builds(lambda p: {"kind": "per_move", "per_move_ms": p}, st.integers(1, 10**7)),
-    st.builds(lambda d: {"kind": "correspondence", "days_per_move": d}, st.integers(1, 60)),
+    st.just(p.Unlimited()),
+    st.builds(p.Fischer, base_ms=st.integers(MIN_CLOCK_MS, MAX_CLOCK_MS),
+              increment_ms=st.integers(0, MAX_INCREMENT_MS)),
+    st.builds(p.PerMove, per_move_ms=st.integers(MIN_CLOCK_MS, MAX_CLOCK_MS)),
+    st.builds(p.Correspondence, days_per_move=st.integers(1, MAX_DAYS_PER_MOVE)),
 )
 NAMES = st.text(
     st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=12)
@@ -137,7 +137,7 @@ def test_text_form_looks_as_documented() -> None:
     assert head.splitlines()[:3] == ['[Game "hadron"]', '[Options "size=5"]',
                                      '[RulesVersion "1"]']
     assert '[Red "ann"]' in head and '[Blue "bo"]' in head
-    assert '[TimeControl "300+2"]' in head and '[Result "*"]' in head
+    assert '[TimeControl "5m+2s"]' in head and '[Result "*"]' in head
     assert body.splitlines()[0].startswith("1. ")
     assert body.splitlines()[0].endswith(" {used 1.9} {clk 0:04:58.1}")
     assert body.splitlines()[-1] == "*"
@@ -152,7 +152,7 @@ def test_parser_is_tolerant_of_layout_and_comments() -> None:
 [Game "hadron"]
 [Blue "bo"]
 [Red "ann"]
-[TimeControl " 300+2 "]
+[TimeControl " 5m+2s "]
 
 {{a plain comment}} 1.{m[0]} {{used 1.9 clk 0:04:58.1}}
 2.   {m[1]}
@@ -170,7 +170,7 @@ def test_termination_and_rules_version_default() -> None:
     assert record.termination == "normal" and record.winner == 0
     assert record.rules_version == engine.get_game("xodd").rules_version
     assert record.options == {"size": 9}
-    assert record.time_control == {"kind": "unlimited"}
+    assert record.time_control == p.Unlimited()
     assert verify(record).ok
 
 
@@ -223,7 +223,8 @@ def test_movetext_errors(body: str, message: str) -> None:
     ('[Result "*"]\n[Termination "resign"]', "termination 'resign' needs a winner"),
     ('[Result "1/2"]', "[Result] '1/2' must be 1-0, 0-1 or *"),
     ('[Result "*"]\n[Termination "draw"]', "termination 'draw' is not one of"),
-    ('[Result "*"]\n[TimeControl "5 min"]', "time control '5 min' is not one of"),
+    ('[Result "*"]\n[TimeControl "5 min"]', "[TimeControl] not a time control: '5 min'"),
+    ('[Result "*"]\n[TimeControl "300+2"]', "write 300m+2s (minutes+seconds) or 5m+2s"),
     ('[Result "*"]\n[Options "size=99"]', "out of range"),
     ('[Result "*"]\n[Options "colour"]', "must be name=value"),
     ('[Result "*"]\n[BlackKind "bot"]', "give both [BlackKind] and [WhiteKind] or neither"),
@@ -245,11 +246,11 @@ def test_names_with_quotes_backslashes_and_unicode() -> None:
 def test_record_normalises_its_fields() -> None:
     record = MatchRecord(game="hexifact", players=["a", "b"],  # type: ignore[arg-type]
                          date="2025-03-01T18:04:05Z", moves=["d2", "pass"],  # type: ignore[arg-type]
-                         time_control={"kind": "fischer", "base_ms": 1})
+                         time_control={"kind": "fischer", "base_ms": 1000})
     assert record.players == ("a", "b")
     assert record.options == {"board": "hex3-4", "jumps": "after-placing"}
     assert record.moves == (RecordMove(0, "d2"), RecordMove(1, "pass"))
-    assert record.time_control == {"kind": "fischer", "base_ms": 1, "increment_ms": 0}
+    assert record.time_control == p.Fischer(base_ms=1000, increment_ms=0)
     assert record.result == "*" and record.colours == ("Black", "White")
     assert record.replay().ply == 2
     assert hash(record) == hash(replace(record))
@@ -265,9 +266,10 @@ def test_record_normalises_its_fields() -> None:
     ({"moves": (RecordMove(0, "c3", None, 1.5),)},  # type: ignore[arg-type]
      "clock_ms must be a non-negative"),
     ({"winner": True, "termination": "normal"}, "winner must be 0, 1 or None"),
-    ({"time_control": {"kind": "per_move", "per_move_ms": 0}}, "must be positive"),
-    ({"time_control": {"kind": "unlimited", "base_ms": 1}}, "unknown key 'base_ms'"),
-    ({"time_control": {"kind": "blitz"}}, "kind 'blitz' is not one of"),
+    ({"time_control": {"kind": "per_move", "per_move_ms": 0}},
+     "time_control.per_move_ms: expected int 1000.."),
+    ({"time_control": {"kind": "unlimited", "base_ms": 1}}, "unknown field str 'base_ms'"),
+    ({"time_control": {"kind": "blitz"}}, "time_control.kind: expected 'fischer' or"),
     ({"date": "yesterday"}, "ISO 8601 UTC"),
     ({"date": "2025-02-30T00:00:00Z"}, "not a valid datetime"),
     ({"game_id": ""}, "game_id must be a non-empty string"),
@@ -278,25 +280,26 @@ def test_record_validation(changes: dict[str, Any], message: str) -> None:
 
 
 @pytest.mark.parametrize(("tc", "text"), [
-    ({"kind": "fischer", "base_ms": 300000, "increment_ms": 2000}, "300+2"),
-    ({"kind": "fischer", "base_ms": 90500, "increment_ms": 0}, "90.5+0"),
-    ({"kind": "fischer", "base_ms": 1, "increment_ms": 250}, "0.001+0.25"),
-    ({"kind": "per_move", "per_move_ms": 30000}, "30/move"),
+    ({"kind": "fischer", "base_ms": 300000, "increment_ms": 2000}, "5m+2s"),
+    ({"kind": "fischer", "base_ms": 90500, "increment_ms": 0}, "1m30.5s+0s"),
+    ({"kind": "fischer", "base_ms": 1000, "increment_ms": 250}, "1s+0.25s"),
+    ({"kind": "per_move", "per_move_ms": 30000}, "30s/move"),
     ({"kind": "correspondence", "days_per_move": 3}, "3d/move"),
-    ({"kind": "unlimited"}, "-"),
+    ({"kind": "unlimited"}, "unlimited"),
 ])
-def test_time_control_text(tc: dict[str, Any], text: str) -> None:
-    assert format_time_control(tc) == text
-    assert parse_time_control(text) == tc
+def test_time_control_tag(tc: dict[str, Any], text: str) -> None:
+    record = sample(time_control=tc)
+    assert f'[TimeControl "{text}"]' in format_record(record)
+    assert parse_record(format_record(record)).time_control == p.time_control_from_map(tc)
 
 
 @pytest.mark.parametrize(("ms", "text"), [
     (298100, "0:04:58.1"), (0, "0:00:00"), (1, "0:00:00.001"), (259200000, "72:00:00"),
     (3723450, "1:02:03.45"),
 ])
-def test_clock_text(ms: int, text: str) -> None:
-    assert format_clock(ms) == text
-    assert parse_clock(text) == ms
+def test_clock_reading_text(ms: int, text: str) -> None:
+    assert format_clock_reading(ms) == text
+    assert parse_clock_reading(text) == ms
 
 
 # -- the JSON form -----------------------------------------------------------------------------
@@ -335,7 +338,7 @@ def test_json_optional_keys_and_bad_json() -> None:
     for move in data["moves"]:
         del move["ms_used"], move["clock_ms"]
     record = from_dict(data)
-    assert record.time_control == {"kind": "unlimited"} and record.moves[0].clock_ms is None
+    assert record.time_control == p.Unlimited() and record.moves[0].clock_ms is None
     with pytest.raises(RecordError, match="not JSON"):
         from_json("{")
     with pytest.raises(RecordError, match="must be a JSON object"):
@@ -350,17 +353,20 @@ def test_record_from_the_servers_wire_form() -> None:
             "moves": [{"ply": 0, "move": "c3", "by": 0, "ms_used": 1200, "clock_ms": 59800}],
             "result": {"winner": 1, "reason": "resign"},
             "created_ms": 1740852245123, "ended_ms": 1740852250000}
-    record = record_from_wire(wire)
+    record = match_record_from_wire(wire)
     assert record == MatchRecord(
         game="hadron", options={"size": 5}, game_id="g1", players=("ann", "bot1"),
         player_kinds=("human", "bot"), date="2025-03-01T18:04:05.123Z",
         time_control={"kind": "fischer", "base_ms": 60000, "increment_ms": 1000}, winner=1,
         termination="resign", moves=(RecordMove(0, "c3", 1200, 59800),))
     assert verify(record).ok
-    playing = record_from_wire({**wire, "status": "playing", "result": None}, "1")
+    playing = match_record_from_wire({**wire, "status": "playing", "result": None}, "1")
     assert playing.termination == "unterminated" and playing.winner is None
-    with pytest.raises(RecordError, match="malformed wire record"):
-        record_from_wire({**wire, "players": []})
+    aborted = match_record_from_wire({**wire, "moves": [], "result": {"reason": "abort"}})
+    assert (aborted.termination, aborted.winner, aborted.moves) == ("abort", None, ())
+    assert verify(aborted).ok
+    with pytest.raises(RecordError, match=r"malformed wire record: record\.players"):
+        match_record_from_wire({**wire, "players": []})
 
 
 # -- verification ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ def test_step_through_a_stored_game(live_server: LiveServer, finished_games: Gam
     game_id, state = finished_games["hadron"]
     moves, n = state.moves, len(state.moves)
     child = spawn(game_id, "--server", live_server.url)
-    child.expect(rf"Replay {game_id} \| Hadron size=3 \| 1\+1")
+    child.expect(rf"Replay {game_id} \| Hadron size=3 \| 1m\+1s")
     child.expect(rf"position 0/{n}")
     child.expect(r"3  \. \. \.  3")  # the empty board, coordinates on both sides
     child.sendline("n")
@@ -66,7 +66,7 @@ def test_replay_from_the_database_and_a_file(live_server: LiveServer, finished_g
                            "--ply", "2", "--no-color"], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert f"Replay {game_id} | Xodd size=4 | -" in done.stdout
+    assert f"Replay {game_id} | Xodd size=4 | unlimited" in done.stdout
     assert "position 2/3" in done.stdout
     after_two = engine.replay("xodd", {"size": 4}, state.moves[:2])
     assert after_two.render(mark=[state.moves[1][1:]]) in done.stdout

@@ -24,14 +24,8 @@ import protocol as p
 from clients.bots.base import Bot, TimeBudget
 from clients.bots.random_bot import RandomBot
 from clients.connection import Connection, ServerError
-from clients.sdk import BotRunner, GameResult, Policy, Resign, parse_clock, parse_seek
-from clients.sdk.specs import (
-    budget_for,
-    format_clock,
-    format_game_rules,
-    parse_duration_ms,
-    parse_game_rules,
-)
+from clients.sdk import BotRunner, GameResult, Policy, Resign, parse_seek
+from clients.sdk.specs import budget_for, format_game_rules, parse_game_rules
 from tests.clients.faulty_bots import CrashingBot, IllegalBot
 from tests.clients.sdk_fixtures import ServerProcess, client, until
 
@@ -138,8 +132,8 @@ async def test_challenged_games_of_every_game_are_played_to_the_end(
 
 async def test_seeks_of_every_game_pair_up_while_game_slots_are_free(
         server_proc: ServerProcess) -> None:
-    specs = (parse_seek("xodd size=5 per_move 10s"), parse_seek("yodd size=4 per_move 10s"),
-             parse_seek("hadron per_move 10s"), parse_seek("hexifact board=hex4 fischer 1m+1s"))
+    specs = (parse_seek("xodd size=5 10s/move"), parse_seek("yodd size=4 10s/move"),
+             parse_seek("hadron 10s/move"), parse_seek("hexifact board=hex4 1m+1s"))
     runners = [make_runner(server_proc, name,
                            policy=Policy(max_games=len(specs), accept_from=frozenset(),
                                          seeks=specs))
@@ -170,7 +164,7 @@ async def test_a_runner_stopping_waits_for_the_game_of_a_seek_taken_before_it_st
         server_proc: ServerProcess) -> None:
     """The server takes a seek out of the lobby before the game's first commit, and only
     then announces the game; a runner stopping in between must wait for it and play it."""
-    spec = parse_seek("hadron per_move 10s")
+    spec = parse_seek("hadron 10s/move")
     eta = make_runner(server_proc, "eta", policy=Policy(max_games=1, accept_from=frozenset(),
                                                        seeks=(spec,)))
     taker, watcher = await client(server_proc), await client(server_proc)
@@ -401,25 +395,27 @@ async def test_bot_command_refuses_a_bad_token_and_bad_options(
 
 
 # -- text forms and budgets (no server) ------------------------------------------------------------
-@pytest.mark.parametrize("text", ["unlimited", "per_move 2s", "per_move 1.5s",
-                                  "fischer 5m+3s", "fischer 90s+0s", "correspondence 3d",
-                                  "per_move 1250ms"])
-def test_clocks_round_trip_through_text(text: str) -> None:
-    assert format_clock(parse_clock(text)) == text
-    assert parse_clock(format_clock(parse_clock(text))) == parse_clock(text)
+@pytest.mark.parametrize("text", ["hadron size=5 unlimited", "hadron size=5 2s/move",
+                                  "hadron size=5 1.5s/move", "xodd size=9 5m+3s",
+                                  "xodd size=9 1m30s+0s", "yodd size=6 3d/move"])
+def test_seeks_round_trip_through_text(text: str) -> None:
+    assert str(parse_seek(text)) == text
+    assert parse_seek(str(parse_seek(text))) == parse_seek(text)
 
 
-def test_clock_and_seek_text_is_forgiving_and_errors_are_clear() -> None:
-    assert parse_clock("Fischer 300 3") == p.Fischer(base_ms=300_000, increment_ms=3000)
-    assert parse_clock("per-move 1500ms") == p.PerMove(per_move_ms=1500)
-    assert parse_duration_ms("2m") == 120_000 and parse_duration_ms(".5") == 500
-    for bad in ("per_move", "fischer", "sudden 5m", "per_move 10ms", "correspondence 99"):
+def test_seek_text_is_forgiving_and_errors_are_clear() -> None:
+    assert parse_seek("hadron 1500MS/move").clock == p.PerMove(per_move_ms=1500)
+    with pytest.raises(ValueError, match=r"write 5m\+3s"):
+        parse_seek("xodd fischer 5m+3s")  # the old notation says what to write now
+    with pytest.raises(ValueError, match="write 2s/move"):
+        parse_seek("xodd per_move 2s")
+    for bad in ("hadron 2s", "hadron 10ms/move", "hadron 99d/move", "hadron 5+3"):
         with pytest.raises(ValueError):
-            parse_clock(bad)
-    seek = parse_seek("hexifact board=hex5 fischer 1m+1s")
+            parse_seek(bad)
+    seek = parse_seek("hexifact board=hex5 1m+1s")
     assert seek.options == {"board": "hex5", "jumps": "after-placing"}
     assert parse_seek(str(seek)) == seek
-    for bad in ("hadron size=5", "chess per_move 2s", "hadron size=99 per_move 2s", ""):
+    for bad in ("hadron size=5", "chess 2s/move", "hadron size=99 2s/move", ""):
         with pytest.raises(ValueError):
             parse_seek(bad)
 
