@@ -4,10 +4,10 @@
     tessera arena random 'engine:python3 examples/random_engine.py' --server ws://h:8765/ws \\
         --token random=TOKEN1 --token engine=TOKEN2
 
-Every pair of bots plays ``--games`` games of every ``--game`` (default: all four games
-with their default options), colours alternating: the first bot of a pair challenges the
-other with ``color`` 0 in even-numbered games and 1 in odd ones. Up to ``--jobs`` games run
-at once. The games are ordinary server games, stored like any other.
+Every pair of bots plays ``--games`` games of every ``--game`` (default: every game of the
+registry, ``engine.GAMES``, on its default options), colours alternating: the first bot of
+a pair challenges the other with ``color`` 0 in even-numbered games and 1 in odd ones. Up
+to ``--jobs`` games run at once. The games are ordinary server games, stored like any other.
 
 Bots are bundled names (``random``, ``greedy``, ``mcts``), ``FILE.py:CLASS`` or
 ``module:CLASS``, or ``engine:PROGRAM ARGS`` for an external engine on the bridge; prefix
@@ -44,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import engine
 import protocol as p
 from clients.bots import BOTS, Bot, make_bot
 from clients.bots.match import elo_difference, wilson_interval
@@ -311,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "module:CLASS or 'engine:PROGRAM ARGS'; LABEL=BOT names it")
     parser.add_argument("--game", action="append", default=[], metavar="SPEC",
                         help="a game and options, e.g. 'hadron size=7' (repeatable; "
-                             "default: every game with default options)")
+                             f"default: {', '.join(engine.GAMES)} with default options)")
     parser.add_argument("--games", type=int, default=10, metavar="N",
                         help="games per pairing and game (default: %(default)s)")
     parser.add_argument("--time", type=float, default=0.2, metavar="S",
@@ -346,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(entrants) < 2:
             raise ValueError("name at least two bots")
         specs = [parse_game_spec(s) for s in args.game] or [
-            parse_game_spec(g) for g in ("xodd", "yodd", "hadron", "hexifact")]
+            parse_game_spec(g) for g in engine.GAMES]
         move_time = round(args.time * 1000) if args.time else None
         clock = p.parse_time_control(args.clock) if args.clock else _default_clock(move_time)
         labels = [e.label for e in entrants]

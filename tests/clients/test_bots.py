@@ -16,18 +16,11 @@ import engine
 from clients.bots import BOTS, Bot, TimeBudget, make_bot, register
 from clients.bots.match import run_match
 from clients.bots.mcts import MctsBot
+from tests.engine.helpers import DEFAULT_CONFIGS, SMALL_CONFIGS, per_game
 
-# (game, options): the default boards plus small and unusual ones for edge cases.
+# (game, options) from the registry: every game on its default options and on a small board.
 CONFIGS: list[tuple[str, dict[str, Any]]] = [
-    ("xodd", {"size": 9}),
-    ("xodd", {"size": 3}),
-    ("yodd", {"size": 6}),
-    ("yodd", {"size": 2}),
-    ("hadron", {"size": 5}),
-    ("hadron", {"size": 4}),
-    ("hexifact", {"board": "hex3-4", "jumps": "after-placing"}),
-    ("hexifact", {"board": "hex4", "jumps": "once-per-stone"}),
-]
+    *DEFAULT_CONFIGS, *per_game(SMALL_CONFIGS, 1)]
 FAST: dict[str, dict[str, Any]] = {"mcts": {"iterations": 25}}  # keep the suite quick
 UNLIMITED = TimeBudget(remaining_ms=None)
 
@@ -131,7 +124,7 @@ def test_bot_returns_a_legal_canonical_move(name: str, config: tuple[str, dict[s
 
 
 @pytest.mark.parametrize("name", ["random", "greedy", "mcts"])
-@pytest.mark.parametrize("game", ["xodd", "yodd", "hadron", "hexifact"])
+@pytest.mark.parametrize("game", list(engine.GAMES))
 def test_seeded_bots_repeat_their_games(name: str, game: str) -> None:
     def line(seed: int) -> list[str]:
         bots = [make_bot(name, seed=seed, **FAST.get(name, {})), make_bot("random", seed=2)]

@@ -35,16 +35,10 @@ from clients.records import (
     verify,
 )
 from protocol.limits import MAX_CLOCK_MS, MAX_DAYS_PER_MOVE, MAX_INCREMENT_MS, MIN_CLOCK_MS
+from tests.engine.helpers import CONFIGS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "RECORDS.md"
 
-CONFIGS: list[tuple[str, dict[str, Any]]] = [
-    ("xodd", {"size": 3}), ("xodd", {"size": 5}), ("xodd", {}),
-    ("yodd", {"size": 2}), ("yodd", {"size": 3}), ("yodd", {}),
-    ("hadron", {"size": 3}), ("hadron", {}), ("hadron", {"size": 7}),
-    ("hexifact", {}), ("hexifact", {"board": "hex4", "jumps": "once-per-stone"}),
-    ("hexifact", {"board": "hex5-6"}),
-]
 
 TIME_CONTROLS = st.one_of(
     st.just(p.Unlimited()),
@@ -375,7 +369,7 @@ def finished(game: str = "hadron", seed: int = 1, **options: Any) -> engine.Stat
 
 
 def test_verify_accepts_finished_and_unfinished_games() -> None:
-    for game, _ in CONFIGS:
+    for game in engine.GAMES:
         state = finished(game)
         report = verify(record_from_state(state, players=("a", "b"), date=utc_date()))
         assert report.ok and report.engine_over and report.engine_winner == state.winner

@@ -1,27 +1,78 @@
-"""Shared pieces of the engine tests: the option spread, a seeded move policy, playouts."""
+"""Shared pieces of the engine tests: the option spread, a seeded move policy, playouts.
+
+The configurations the tests run over come from the registry (``engine.GAMES``) and each
+game's option schema, never from a list of games: a game added to the registry is tested
+without editing any test.
+"""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import engine
+from engine.options import Option
 
 from . import reference
 
-# (game, options) pairs the conformance and differential tests run over.
-HEXIFACT_BOARDS = ("hex3-4", "hex4", "hex4-5", "hex5", "hex5-6")
-JUMP_OPTIONS = ("after-placing", "once-per-stone")
-CONFIGS: list[tuple[str, dict[str, Any]]] = [
-    *(("xodd", {"size": n}) for n in (2, 3, 5, 9)),
-    *(("yodd", {"size": n}) for n in (2, 3, 6)),
-    *(("hadron", {"size": n}) for n in (3, 4, 5, 7)),
-    *(("hexifact", {"board": b, "jumps": j}) for b in HEXIFACT_BOARDS for j in JUMP_OPTIONS),
-]
-# Boards whose full Xodd/Yodd legal-move set (~12,000 turns) is too slow for the reference
-# to enumerate at every ply: the differential test compares full sets on a sample of plies.
-BIG_ODD_BOARDS = {("xodd", 9), ("yodd", 6)}
+Config = tuple[str, dict[str, Any]]
+
+
+def spread(option: Option) -> list[int | str]:
+    """The values of one option the thorough tests run over: every choice; for an integer,
+    its minimum, the one above, the midpoint between the minimum and the default, and the
+    default (the largest boards are :data:`LARGEST_CONFIGS`)."""
+    if option.kind != "int":
+        return list(option.choices)
+    assert option.minimum is not None and isinstance(option.default, int)
+    low, default = option.minimum, option.default
+    return sorted({low, min(low + 1, default), (low + default) // 2, default})
+
+
+def _product(game: engine.Game, values: Sequence[Sequence[int | str]]) -> list[Config]:
+    names = [o.name for o in game.options]
+    return [(game.key, dict(zip(names, combo, strict=True)))
+            for combo in itertools.product(*values)]
+
+
+def _small(option: Option) -> list[int | str]:
+    if option.minimum is None:
+        return list(option.choices)
+    return [option.minimum, option.minimum + 1]
+
+
+CONFIGS: list[Config] = [config for game in engine.GAMES.values()
+                         for config in _product(game, [spread(o) for o in game.options])]
+"""Every game, each option over its :func:`spread`, in every combination."""
+
+SMALL_CONFIGS: list[Config] = [config for game in engine.GAMES.values()
+                               for config in _product(game, [_small(o) for o in game.options])]
+"""The small boards: integer options at their minimum and the one above, every choice."""
+
+DEFAULT_CONFIGS: list[Config] = [(key, game.normalize_options())
+                                 for key, game in engine.GAMES.items()]
+"""Every game with its default options."""
+
+LARGEST_CONFIGS: list[Config] = [
+    (key, {o.name: o.maximum for o in game.options if o.maximum is not None})
+    for key, game in engine.GAMES.items() if any(o.maximum is not None for o in game.options)]
+"""The other end of every range: each game with its integer options at their maximum."""
+
+def per_game(configs: Sequence[Config], index: int = 0) -> list[Config]:
+    """The ``index``-th configuration of each game in ``configs`` (its last if it has fewer)."""
+    by_game: dict[str, list[Config]] = {}
+    for config in configs:
+        by_game.setdefault(config[0], []).append(config)
+    return [found[min(index, len(found) - 1)] for found in by_game.values()]
+
+
+BIG_LEGAL_MOVES = 5000
+"""Positions with more legal moves than this (Xodd and Yodd on their default boards: about
+12,000 turns) are too slow for the reference to enumerate at every ply, and for the costliest
+checks: those tests sample plies there."""
 
 
 def config_id(config: tuple[str, dict[str, Any]]) -> str:
@@ -34,8 +85,25 @@ def game_key(state: Any) -> str:
     return str(getattr(state.game, "key", state.game))
 
 
+@functools.cache
+def _legal_after_one_ply(game: str, options: tuple[tuple[str, Any], ...]) -> int:
+    state = engine.new_game(game, **dict(options))
+    state = state.play(state.random_move(random.Random(0)))
+    return len(state.legal_moves())
+
+
 def is_big(game: str, options: dict[str, Any]) -> bool:
-    return (game, options.get("size")) in BIG_ODD_BOARDS
+    """Does the game on these options have more than BIG_LEGAL_MOVES moves early on?"""
+    return _legal_after_one_ply(game, tuple(sorted(options.items()))) > BIG_LEGAL_MOVES
+
+
+def has_reference(game: str) -> bool:
+    """Does tests/engine/reference.py implement ``game`` (for the differential tests)?"""
+    try:
+        reference.new_game(game)
+    except ValueError:
+        return False
+    return True
 
 
 def texts(moves: list[Any]) -> list[str]:

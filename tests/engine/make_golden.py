@@ -19,15 +19,11 @@ from typing import Any
 
 import engine
 
-from .helpers import pick, texts
+from .helpers import DEFAULT_CONFIGS, pick, texts
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
-GOLDEN_GAMES: dict[str, dict[str, Any]] = {
-    "hadron": {"size": 5},
-    "hexifact": {"board": "hex3-4", "jumps": "after-placing"},
-    "xodd": {"size": 9},
-    "yodd": {"size": 6},
-}
+GOLDEN_GAMES: dict[str, dict[str, Any]] = dict(DEFAULT_CONFIGS)
+"""One playthrough per registered game, on its default options."""
 
 
 def transcript(key: str) -> str:
