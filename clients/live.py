@@ -2,7 +2,9 @@
 
 The engine state is derived from the move list (replayed from the snapshot, then one
 ``play`` per ``moved`` event), so every hint the client shows comes from the engine. Clocks
-are the last readings the server sent plus the time since, counted on a monotonic clock.
+are the last readings the server sent less the mover's time since, counted on a monotonic
+clock while the connection is up: they stop with it (:meth:`GameView.freeze`), and the next
+snapshot brings the server's readings back.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ class GameView:
     result: p.Result | None = None
     clocks_ms: tuple[int, int] | None = None
     clock_at: float = 0.0
+    running: bool = True  # the clocks count on; False while the connection is down
     ms_used: list[int] = field(default_factory=list)
+    chat_seqs: set[int] = field(default_factory=set)  # chat lines shown, by seq
     now: Now = time.monotonic
 
     @classmethod
@@ -58,14 +62,20 @@ class GameView:
         self.ms_used.append(ev.ms_used)
         self.clocks_ms = _pair(ev.clocks_ms)
         self.clock_at = self.now()
+        self.running = True
         if self.status == "waiting" and self.state.ply >= 2:
             self.status = "playing"
 
     def apply_over(self, ev: p.GameOver) -> None:
+        self.freeze()  # the clocks as they stood when the game ended
         self.status = "over"
         self.result = p.Result(winner=ev.winner, reason=ev.reason)
+
+    def freeze(self) -> None:
+        """Stop the clocks where they stand (the connection dropped, or the game ended)."""
         self.clocks_ms = self.clocks_now()
         self.clock_at = self.now()
+        self.running = False
 
     # -- questions ----------------------------------------------------------------------------
     @property
@@ -86,10 +96,15 @@ class GameView:
         if self.clocks_ms is None:
             return None
         clocks = list(self.clocks_ms)
-        if self.status == "playing" and not self.state.is_over:
+        if self.running and self.status == "playing" and not self.state.is_over:
             seat = self.state.to_move
             clocks[seat] = max(0, clocks[seat] - int((self.now() - self.clock_at) * 1000))
         return clocks[0], clocks[1]
+
+    def result_text(self) -> str:
+        """How the game ended, in words (why, when the rules ended it)."""
+        return render.result_text(self.game, [(u.name, u.kind) for u in self.players],
+                                  self.result, self.state)
 
     def who(self, seat: int) -> str:
         """``Red (alice)``."""
@@ -104,11 +119,10 @@ class GameView:
 
     def turn_text(self) -> str:
         if self.over:
-            return "Game over: " + render.result_text(
-                self.game, [(u.name, u.kind) for u in self.players], self.result)
+            return "Game over: " + self.result_text()
         if self.state.is_over:  # game_over follows at once
             winner = self.state.winner
-            return "No move is left: the game is over" + (
+            return f"The rules end the game: {render.ending_text(self.state)}" + (
                 f"; {self.who(winner)} wins." if winner is not None else ".")
         mover = self.state.to_move
         if self.my_turn:

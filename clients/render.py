@@ -15,6 +15,7 @@ from typing import Any
 
 import engine
 import protocol as p
+from clients import notation
 
 RESET = "\x1b[0m"
 DIM = "\x1b[2m"
@@ -53,24 +54,69 @@ def move_cells(state: engine.State, move: str | None) -> list[str]:
     return [cell for cell in _CELL_RE.findall(move.lower()) if cell in names]
 
 
+def board_lines(state: engine.State, mark: Sequence[str] = ()
+                ) -> list[list[tuple[str, str]]]:
+    """The board as lines of (text, kind) pieces, kind being ``label``, ``cell``, ``stone``,
+    ``mark`` or ``space``, drawn from the board's geometry (``engine.boards``).
+
+    Rows run top-down, two characters a cell, hex rows offset by half a cell. A square
+    board's rows are labelled with their number and its columns with their letter, top and
+    bottom. A hex board's columns slant, so every row also names its first and last cell
+    (``a4 . . . . g4``). Marked cells are bracketed; a run of marked cells side by side in a
+    row shares one pair of brackets (``[B W]``), so adjacent marks stay readable.
+    """
+    board = state.board
+    chars = state.cell_chars()
+    wanted = {m.lower() for m in mark}
+    marked = {c.index for c in board.cells if c.name in wanted}
+    col = {c.index: int(2 * c.x) for c in board.cells}
+    left = min(col.values())
+    width = max(col.values()) - left + 3  # a bracket's room on both sides
+    rows = board.rows()
+    hexed = board.kind == "hex"
+    labels: list[tuple[str, str]] = []
+    for r, row in enumerate(rows):
+        ends = sorted(row, key=col.__getitem__)
+        labels.append((board.cells[ends[0]].name, board.cells[ends[-1]].name) if hexed
+                      else (str(r + 1), str(r + 1)))
+    label_w = max(len(a) for a, _ in labels)
+
+    def letters(row: list[int]) -> list[tuple[str, str]]:
+        line = [" "] * width
+        for x in row:
+            line[col[x] - left + 1] = board.cells[x].name[0]
+        return [(" " * (label_w + 1), "space"), ("".join(line).rstrip(), "label")]
+
+    out = [letters(rows[-1] if hexed else rows[0])]
+    for r in range(len(rows) - 1, -1, -1):
+        pieces: list[tuple[str, str]] = [(" " * width, "space")] * width
+        cells = {col[x] - left + 1: x for x in rows[r]}
+        for c, x in cells.items():
+            ch = chars[x]
+            pieces[c] = (ch, "cell" if ch == "." else "stone")
+            if x in marked:
+                if cells.get(c - 2) not in marked:
+                    pieces[c - 1] = ("[", "mark")
+                if cells.get(c + 2) not in marked:
+                    pieces[c + 1] = ("]", "mark")
+        pieces = [(" ", "space") if kind == "space" else (t, kind) for t, kind in pieces]
+        first, last = labels[r]
+        out.append([(first.rjust(label_w) + " ", "label"), *pieces, (" " + last, "label")])
+    out.append(letters(rows[0]))
+    return out
+
+
 def board_text(state: engine.State, *, mark: Sequence[str] = (), color: bool = False) -> str:
-    """The engine's drawing of ``state`` with ``mark`` bracketed, coloured if ``color``."""
-    drawing = state.render(mark=list(mark))
-    if not color:
-        return drawing
+    """The board of ``state`` with ``mark`` bracketed (:func:`board_lines`), coloured if
+    ``color``: stones by their colour's name, brackets yellow, empty cells and labels dim."""
     styles = {ch: style_of(name, seat) for seat, (ch, name)
               in enumerate(zip(state.game.stone_chars, state.game.players, strict=True))}
-    out: list[str] = []
-    for line in drawing.splitlines():
-        if not any(ch.isdigit() for ch in line):
-            out.append(paint(line, DIM, True))  # column letters
-            continue
-        out.append("".join(
-            paint(ch, styles[ch], True) if ch in styles
-            else paint(ch, MARK, True) if ch in "[]"
-            else paint(ch, DIM, True) if ch.isdigit() or ch == "."
-            else ch
-            for ch in line))
+    kinds = {"label": DIM, "cell": DIM, "mark": MARK, "space": ""}
+    out = []
+    for line in board_lines(state, mark):
+        text = "".join(paint(t, styles.get(t, "") if kind == "stone" else kinds[kind], color)
+                       for t, kind in line)
+        out.append(text.rstrip())
     return "\n".join(out)
 
 
@@ -111,14 +157,23 @@ def _value_text(value: Any, nested: bool = False) -> str:
     return str(value)
 
 
-def summary_lines(summary: Mapping[str, Any], colours: Sequence[str]) -> list[str]:
-    """``State.summary()`` as ``name: value`` lines; pairs of numbers are read per seat."""
+def _per_seat(value: Any, colours: Sequence[str]) -> bool:
+    """Is a summary value one number (or list of numbers) per seat?"""
+    return (isinstance(value, list | tuple) and len(value) == len(colours)
+            and all(isinstance(v, int | list | tuple) and not isinstance(v, bool)
+                    for v in value))
+
+
+def summary_lines(summary: Mapping[str, Any], colours: Sequence[str], *,
+                  per_seat_only: bool = False) -> list[str]:
+    """``State.summary()`` as ``name: value`` lines; pairs of numbers are read per seat.
+    ``per_seat_only`` keeps only those (the tally at the end of a game)."""
     lines: list[str] = []
     for key, value in summary.items():
         label = key.replace("_", " ")
-        per_seat = (isinstance(value, list | tuple) and len(value) == len(colours)
-                    and all(isinstance(v, int | list | tuple) and not isinstance(v, bool)
-                            for v in value))
+        per_seat = _per_seat(value, colours)
+        if per_seat_only and not per_seat:
+            continue
         if per_seat:
             text = ", ".join(f"{c} {_value_text(v, nested=True)}"
                              for c, v in zip(colours, value, strict=True))
@@ -144,8 +199,54 @@ def player_lines(players: Sequence[Player], colours: Sequence[str], *, to_move: 
     return lines
 
 
-def result_text(game: str, players: Sequence[Player], result: p.Result | None) -> str:
-    """How the game ended, in words: ``Red (alice) wins: Blue resigned.``"""
+def legal_lines(state: engine.State, summary: Mapping[str, Any]) -> list[str]:
+    """The legal moves in short, from the engine: how many of each size (one cell, two...),
+    the one-cell moves listed (the legal placements), and pass. Groups the summary lists
+    already (Hadron's legal squares, Hexifact's jumps) are named by it instead; nothing
+    when the summary already lists them all."""
+    moves = [str(m) for m in state.legal_moves()]
+    if not moves:
+        return []
+    by_size: dict[int, list[str]] = {}
+    for move in moves:
+        if move != notation.PASS:
+            by_size.setdefault(len(notation.CELL.findall(move.lower())), []).append(move)
+    listed = {frozenset(v): k.replace("_", " ") for k, v in summary.items()
+              if isinstance(v, list) and v and all(isinstance(x, str) for x in v)}
+    parts: list[str] = []
+    covered = True
+    for size, group in sorted(by_size.items()):
+        name = listed.get(frozenset(group))
+        if name is not None:
+            parts.append(f"{len(group):,} {name}")
+            continue
+        covered = False
+        noun = "one-cell move" if size == 1 else f"{size}-cell move"
+        text = f"{len(group):,} {noun}{'s' if len(group) != 1 else ''}"
+        if size == 1 or len(group) <= MAX_LISTED_CELLS:
+            text += f" ({_value_text(group)})"
+        parts.append(text)
+    if notation.PASS in moves:
+        parts.append("pass")
+    return [] if covered else [f"legal: {', '.join(parts)}"]
+
+
+def ending_text(state: engine.State) -> str:
+    """Why the rules ended a game, from the final position: two passes in a row, or the
+    player to move has no legal move; with the tally (``groups: Black 3, White 2``)."""
+    colours = state.game.players
+    if state.moves[-2:] == (notation.PASS, notation.PASS):
+        why = "two passes in a row"
+    else:
+        why = f"{colours[state.to_move]} has no legal move"
+    tally = summary_lines(state.summary(), colours, per_seat_only=True)
+    return "; ".join([why, *tally])
+
+
+def result_text(game: str, players: Sequence[Player], result: p.Result | None,
+                final: engine.State | None = None) -> str:
+    """How the game ended, in words: ``Red (alice) wins: Blue resigned.``; with the final
+    position, a game the rules ended says why (``by the rules: two passes in a row; ...``)."""
     if result is None:
         return "The game is still going on."
     if result.winner is None:
@@ -153,8 +254,11 @@ def result_text(game: str, players: Sequence[Player], result: p.Result | None) -
     colours = engine.get_game(game).players
     winner, loser = result.winner, 1 - result.winner
     who = f"{colours[winner]} ({players[winner][0]}) wins"
+    rules = "by the rules"
+    if final is not None and final.is_over and final.ply:
+        rules += f" ({ending_text(final)})"
     why = {
-        "normal": "by the rules",
+        "normal": rules,
         "resign": f"{colours[loser]} resigned",
         "timeout": f"{colours[loser]} ran out of time",
         "abandon": f"{colours[loser]} left the game",
@@ -175,7 +279,9 @@ def position_panel(state: engine.State, *, title: str, players: Sequence[Player]
     if last:
         lines.append(last)
     if hints and not state.is_over:
-        lines += summary_lines(state.summary(), colours)
+        summary = state.summary()
+        lines += summary_lines(summary, colours)
+        lines += legal_lines(state, summary)
     return "\n".join(lines)
 
 

@@ -128,7 +128,8 @@ class Replayer:
         if r.termination == "unterminated":
             return "End of the record: the game was still going on."
         result = p.Result(winner=r.winner, reason=r.termination)  # type: ignore[arg-type]
-        return f"End of the game: {render.result_text(r.game, self.players, result)}"
+        final = self.states[-1]
+        return f"End of the game: {render.result_text(r.game, self.players, result, final)}"
 
     def info(self) -> str:
         r = self.record

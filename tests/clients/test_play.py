@@ -99,7 +99,9 @@ def test_full_hadron_game_with_errors_and_chat(live_server: LiveServer,
             child.expect(r"It is not your turn: (Red|Blue) \(guest-\w+\) to move\.")
     assert shown_errors
     outcome = "You won!" if state.winner == seat else "You lost."
-    child.expect(rf"Game over: (Red|Blue) \(guest-\w+\) wins: by the rules\. {outcome}")
+    loser = ("Red", "Blue")[state.to_move]  # why the rules ended it, and the tally
+    child.expect(rf"Game over: (Red|Blue) \(guest-\w+\) wins: by the rules \({loser} has no "
+                 rf"legal move; tiles: Red \d+, Blue \d+\)\. {outcome}")
     over = opponent.wait_for(p.GameOver, game_id=game_id)
     assert (over.winner, over.reason) == (state.winner, "normal")
 
@@ -157,6 +159,8 @@ def test_resign_abort_challenges_and_watching(live_server: LiveServer,
     opponent.wait_for(p.Moved, game_id=started.game_id, ply=1, move="pass")
     expect_move_shown(child, 1, "pass")
     child.sendline("resign")
+    child.expect(rf"Resign game {started.game_id} against {opponent.name}\? \[y/N\]")
+    child.sendline("y")
     over = opponent.wait_for(p.GameOver, game_id=started.game_id)
     assert (over.winner, over.reason) == (0, "resign")
     child.expect(r"Game over: Black \(guest-\w+\) wins: White resigned\. You lost\.")
@@ -170,7 +174,8 @@ def test_resign_abort_challenges_and_watching(live_server: LiveServer,
     child.sendline(f"accept {seek.seek_id}")
     started = opponent.wait_for(p.GameStarted)
     child.expect(rf"Game {started.game_id} started")
-    child.expect(r"\r\n4 +\. \. \.")  # a hex board: rows are offset
+    # a hex board: rows are offset, and each names its first and last cell
+    child.expect(r"\r\nc5    \. \. \.    e5\r\nb4   \. \. \. \.   e4\r\n")
     child.sendline("abort")
     over = opponent.wait_for(p.GameOver, game_id=started.game_id)
     assert over.reason == "abort"
@@ -347,7 +352,7 @@ def play_out(child: pexpect.spawn, game: str, options: dict[str, int | str], sea
         assert not mine or shown == move
         state = state.play(shown)
     outcome = "You won!" if state.winner == seat else "You lost."
-    child.expect(rf"Game over: \w+ \(guest-\w+\) wins: by the rules\. {outcome}")
+    child.expect(rf"Game over: \w+ \(guest-\w+\) wins: by the rules \([^)]+\)\. {outcome}")
     return state, pid
 
 

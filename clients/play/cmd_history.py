@@ -1,0 +1,66 @@
+"""Commands about stored and current games on the server: ``games``, ``history``, ``more``,
+``replay``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import protocol as p
+from clients import render
+from clients.fetch import get_record
+from clients.play.commands import UsageError, command
+from clients.records import RESULTS, match_record_from_wire, utc_date
+from clients.replay import Replayer, run_viewer
+
+if TYPE_CHECKING:
+    from clients.play.client import PlayClient
+
+HISTORY_PAGE = 15
+
+
+@command("games", "games", "list the games being played on the server")
+async def games(client: PlayClient, args: str) -> None:
+    await list_games(client, p.ListGames(id=0, status="playing", limit=HISTORY_PAGE))
+
+
+@command("history", "history [PLAYER]", "list finished games (yours by default)")
+async def history(client: PlayClient, args: str) -> None:
+    player = args.split()[0] if args.split() else client.my_name()
+    if player is None:
+        raise UsageError("usage: history PLAYER (or log in to see yours)")
+    await list_games(client, p.ListGames(id=0, player=player, status="over",
+                                         limit=HISTORY_PAGE))
+
+
+@command("more", "more", "the next page of the last list")
+async def more(client: PlayClient, args: str) -> None:
+    if client.history is None:
+        raise UsageError("Nothing more to list.")
+    query, cursor = client.history
+    await list_games(client, query, cursor)
+
+
+async def list_games(client: PlayClient, query: p.ListGames, cursor: str | None = None
+                     ) -> None:
+    reply = await client.call(p.ListGames, player=query.player, status=query.status,
+                              limit=query.limit, cursor=cursor)
+    assert isinstance(reply, p.GameList)
+    if not reply.games:
+        client.say("No games.")
+    for g in reply.games:
+        result = f"{RESULTS[g.result.winner]} {g.result.reason}" if g.result else "playing"
+        client.say(f"  {g.game_id:<12} {utc_date(g.created_ms)[:16].replace('T', ' ')}  "
+                   f"{render.describe_offer(g.game, g.options, g.clock):<28} "
+                   f"{g.players[0].name} vs {g.players[1].name}  {g.ply} plies  {result}")
+    client.history = (query, reply.next_cursor) if reply.next_cursor else None
+    if reply.next_cursor:
+        client.say("  ... 'more' lists the next page")
+
+
+@command("replay", "replay GAME", "step through a stored game (n, p, f, l, g N, a, q)")
+async def replay(client: PlayClient, args: str) -> None:
+    if len(args.split()) != 1:
+        raise UsageError("usage: replay GAME (find one with 'history')")
+    record = await get_record(client.link.live(), args)
+    await run_viewer(Replayer(match_record_from_wire(record), color=client.color), client.term)
+    client.say("(left the replay)")
