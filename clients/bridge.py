@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 import engine
-from clients.bots.base import Bot, Resign, TimeBudget
+from clients.bots.base import Bot, Resign, TimeBudget, margin_ms
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,8 @@ PROTOCOL_VERSION = 1
 RESTARTS_PER_GAME = 1
 MAX_LINE = 65536  # longest line (bytes) accepted from an engine
 MAX_QUEUED_LINES = 10000  # unread engine lines kept; later ones are dropped
-MARGIN_S = 0.05  # kept back from the clock for the bridge's own work
-MIN_ATTEMPT_S = 0.05  # an attempt to get a move needs at least this long
+MARGIN_MS = 50  # kept back from the clock for the bridge's own work (at most: margin_ms)
+MIN_ATTEMPT_MS = 50  # an attempt to get a move needs this long (at most: margin_ms)
 LOG_CHARS = 120  # engine text quoted in log lines is cut to this length
 SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL
 
@@ -357,6 +357,8 @@ class EngineBot(Bot):
         engine resigns or fails beyond what the bridge forgives (see the module doc)."""
         started = time.monotonic()
         clock_deadline = self._clock_deadline(started, budget)
+        min_attempt = (MIN_ATTEMPT_MS / 1000 if clock_deadline is None
+                       else margin_ms(clock_deadline - started, MIN_ATTEMPT_MS / 1000))
         think = budget.seconds_for_move(state.ply)
         options = dict(state.options)
         if self._game is None or self._game[:2] != (state.game.key, options):
@@ -369,7 +371,7 @@ class EngineBot(Bot):
             deadline = now + 2 * think + self.grace_s
             if clock_deadline is not None:
                 deadline = min(deadline, clock_deadline)
-            if deadline - now < MIN_ATTEMPT_S:
+            if deadline - now < min_attempt:
                 self._resign("no time left on the clock to get a move from the engine")
             try:
                 if not self._ready:
@@ -551,5 +553,10 @@ class EngineBot(Bot):
 
     @staticmethod
     def _clock_deadline(started: float, budget: TimeBudget) -> float | None:
+        """When the clock runs out, less the bridge's margin (which scales with the time);
+        None without a clock. The budget's ``cap_ms`` is a think time, not a deadline."""
         limits = [ms for ms in (budget.remaining_ms, budget.per_move_ms) if ms is not None]
-        return started + min(limits) / 1000 - MARGIN_S if limits else None
+        if not limits:
+            return None
+        left = min(limits)
+        return started + (left - margin_ms(left, MARGIN_MS)) / 1000

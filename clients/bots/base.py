@@ -30,8 +30,15 @@ from typing import Any, ClassVar, TypeVar
 import engine
 
 DEFAULT_THINK_S = 1.0  # think time when the clock is unlimited
-SAFETY_MS = 25  # kept back from every budget for the runner's own overhead
+SAFETY_MS = 25  # kept back from every budget for the runner's own overhead (at most)
 MIN_THINK_S = 0.005  # never plan less than this, however short the clock
+MARGIN_SHARE = 0.1  # a safety margin is at most this share of the time it is taken from
+
+
+def margin_ms(available_ms: float, most_ms: float) -> float:
+    """A safety margin that scales with the time available: ``most_ms``, but never more than
+    a tenth of ``available_ms``, so a short clock still leaves time to move."""
+    return min(most_ms, MARGIN_SHARE * max(0.0, available_ms))
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,26 +47,29 @@ class TimeBudget:
 
     ``remaining_ms`` is the bot's own remaining clock (None: no clock), ``increment_ms`` the
     Fischer increment added after each move, ``per_move_ms`` a fixed allowance per move (None:
-    none). Both limits may be given; the stricter one wins.
+    none): these are the clock's, hard limits. ``cap_ms`` is a think time per move chosen by
+    whoever runs the bot (``--move-time``): a bot plans within it as within a per-move
+    allowance, but it is no deadline. All may be given; the strictest one wins.
     """
 
     remaining_ms: int | None
     increment_ms: int = 0
     per_move_ms: int | None = None
+    cap_ms: int | None = None
 
     def seconds_for_move(self, ply_hint: int = 0) -> float:
         """A sensible think time in seconds for the next move, safety margin included.
 
-        A fixed allowance gives 80% of it. A running clock gives remaining/moves-to-go plus
-        80% of the increment, never more than a quarter of what is left; ``ply_hint`` (plies
-        played so far) shortens moves-to-go from 40 early in a game to 20 later. With
-        neither, :data:`DEFAULT_THINK_S`.
+        A fixed allowance (or the cap) gives 80% of it: the rest is the safety margin, which
+        scales with it. A running clock gives remaining/moves-to-go plus 80% of the increment,
+        never more than a quarter of what is left after a margin (:func:`margin_ms`);
+        ``ply_hint`` (plies played so far) shortens moves-to-go from 40 early in a game to 20
+        later. With none, :data:`DEFAULT_THINK_S`.
         """
-        limits: list[float] = []
-        if self.per_move_ms is not None:
-            limits.append(min(0.8 * self.per_move_ms, self.per_move_ms - SAFETY_MS))
+        limits: list[float] = [0.8 * allowance for allowance in (self.per_move_ms, self.cap_ms)
+                               if allowance is not None]
         if self.remaining_ms is not None:
-            left = max(0, self.remaining_ms - SAFETY_MS)
+            left = max(0.0, self.remaining_ms - margin_ms(self.remaining_ms, SAFETY_MS))
             moves_to_go = max(20, 40 - max(0, ply_hint) // 2)
             planned = left / moves_to_go + 0.8 * self.increment_ms
             limits.append(min(planned, left / 4))

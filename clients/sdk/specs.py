@@ -29,20 +29,17 @@ def budget_for(clock: p.TimeControl, left_ms: int | None, move_time_ms: int | No
 
     Fischer gives the remaining time and increment; a per-move clock gives what is left of
     this move's time; correspondence and unlimited games give no limit (the bot's default
-    think time). ``move_time_ms`` caps the time per move whatever the clock.
+    think time). ``move_time_ms`` caps the think time per move whatever the clock
+    (``TimeBudget.cap_ms``): a planning limit, not a deadline, which stays the clock's.
     """
-    budget = TimeBudget(remaining_ms=None)
     if isinstance(clock, p.Fischer):
         left = clock.base_ms if left_ms is None else left_ms
-        budget = TimeBudget(remaining_ms=max(0, left), increment_ms=clock.increment_ms)
-    elif isinstance(clock, p.PerMove):
+        return TimeBudget(remaining_ms=max(0, left), increment_ms=clock.increment_ms,
+                          cap_ms=move_time_ms)
+    if isinstance(clock, p.PerMove):
         left = clock.per_move_ms if left_ms is None else min(left_ms, clock.per_move_ms)
-        budget = TimeBudget(remaining_ms=None, per_move_ms=max(0, left))
-    if move_time_ms is not None:
-        cap = move_time_ms if budget.per_move_ms is None else min(budget.per_move_ms,
-                                                                  move_time_ms)
-        budget = TimeBudget(budget.remaining_ms, budget.increment_ms, cap)
-    return budget
+        return TimeBudget(remaining_ms=None, per_move_ms=max(0, left), cap_ms=move_time_ms)
+    return TimeBudget(remaining_ms=None, cap_ms=move_time_ms)
 
 
 # -- options, seeks and game rules ---------------------------------------------------------------

@@ -90,7 +90,8 @@ def test_hooks_default_to_no_ops() -> None:
     [
         (TimeBudget(remaining_ms=None), 0, 1.0),
         (TimeBudget(remaining_ms=None, per_move_ms=200), 0, 0.16),
-        (TimeBudget(remaining_ms=None, per_move_ms=50), 0, 0.025),  # the safety margin wins
+        (TimeBudget(remaining_ms=None, per_move_ms=200, cap_ms=100), 0, 0.08),  # the cap wins
+        (TimeBudget(remaining_ms=None, per_move_ms=50), 0, 0.04),  # 80% however short
         (TimeBudget(remaining_ms=40_025), 0, 1.0),  # 40 s over 40 moves to go
         (TimeBudget(remaining_ms=40_025), 100, 2.0),  # later: 20 moves to go
         (TimeBudget(remaining_ms=40_025, increment_ms=1000), 0, 1.8),

@@ -379,6 +379,35 @@ async def test_bot_command_finishes_its_game_on_sigint_and_resigns_on_a_second(
     assert resigned.reason == "resign" and resigned.won
 
 
+async def test_a_challenge_whose_game_starts_before_its_reply_is_read_is_settled(
+        server_proc: ServerProcess, tmp_path: Path) -> None:
+    """The reply to ``challenge`` and the game's ``game_started`` may be read together
+    (here: the runner's loop is held up while the other bot accepts); the game must still
+    settle the challenge, whichever the runner handles first."""
+    log = tmp_path / "bot.log"
+    proc = tessera("bot", "--bot", "random", "--server", server_proc.url, "--token",
+                   server_proc.tokens["epsilon"], "--games", "hadron", "--max-games", "4",
+                   log=log)
+    try:
+        alpha = make_runner(server_proc, "alpha")
+        async with running(alpha):
+            await asyncio.wait_for(challenge_when_online(alpha, "epsilon", "hadron"), 30)
+            task = asyncio.create_task(alpha.challenge("epsilon", "hadron", SMALL["hadron"],
+                                                       CLOCK))
+            conn = alpha.requests.require()
+            for _ in range(1000):  # until the challenge is on its way
+                await asyncio.sleep(0)
+                if any(isinstance(r, p.Challenge) for r in conn.pending._pending.values()):
+                    break
+            else:
+                raise AssertionError("the challenge was never sent")
+            time.sleep(1.0)  # hold the loop: the reply and the game wait in the socket
+            game_id = await asyncio.wait_for(task, 10)
+            assert (await asyncio.wait_for(alpha.result(game_id), 30)).reason == "normal"
+    finally:
+        proc.kill()
+
+
 async def test_bot_command_refuses_a_bad_token_and_bad_options(
         server_proc: ServerProcess, tmp_path: Path) -> None:
     log = tmp_path / "bad.log"
@@ -451,7 +480,10 @@ def test_budgets_follow_the_clock_and_the_move_time_cap() -> None:
     assert budget_for(fischer, -5) == TimeBudget(remaining_ms=0, increment_ms=2000)
     per_move = p.PerMove(per_move_ms=5000)
     assert budget_for(per_move, 4200) == TimeBudget(remaining_ms=None, per_move_ms=4200)
-    assert budget_for(per_move, 4200, 200) == TimeBudget(remaining_ms=None, per_move_ms=200)
-    assert budget_for(fischer, 30_000, 200).per_move_ms == 200
+    # the move time caps the think time; the clock, not the cap, is the deadline
+    capped = budget_for(per_move, 4200, 200)
+    assert capped == TimeBudget(remaining_ms=None, per_move_ms=4200, cap_ms=200)
+    assert capped.seconds_for_move() == pytest.approx(0.16)
+    assert budget_for(fischer, 30_000, 200).cap_ms == 200
     assert budget_for(p.Unlimited(), None) == TimeBudget(remaining_ms=None)
     assert budget_for(p.Correspondence(days_per_move=2), 10**8) == TimeBudget(None)
