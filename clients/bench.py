@@ -628,9 +628,15 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(echo_server(args[1]))
         return 0
-    parser = argparse.ArgumentParser(prog="tessera bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=100, help="concurrent games (K)")
-    parser.add_argument("--seconds", type=float, default=20.0, help="load duration (T)")
+    parser = argparse.ArgumentParser(
+        prog="tessera bench",
+        description="Load benchmark of a real server started here: K concurrent games for T "
+                    "seconds against a bare websockets echo server's ceiling, with latency, "
+                    "errors and lost moves (see docs/PERFORMANCE.md).")
+    parser.add_argument("--games", type=int, default=100,
+                        help="concurrent games, K (default: %(default)s)")
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="load duration in seconds, T (default: %(default)s)")
     parser.add_argument("--think-ms", type=float, default=0.0,
                         help="mean think time before each move (default 0: answer at once)")
     parser.add_argument("--procs", type=int, default=2,
@@ -642,7 +648,8 @@ def main(argv: list[str] | None = None) -> int:
                              "source checkout, for tests/tools/movecost.py)")
     parser.add_argument("--idle", type=int, default=0,
                         help="instead: hold this many idle authenticated connections")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of the random games (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     opts = parser.parse_args(args)
     raise_fd_limit()  # the server and load generators inherit it

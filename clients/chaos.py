@@ -238,10 +238,18 @@ def check(db_path: Path, db_url: str, ledger: Ledger) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tessera chaos", description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=20)
-    parser.add_argument("--kills", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=1)
+    parser = argparse.ArgumentParser(
+        prog="tessera chaos",
+        description="Crash test: N live games against a real server that is killed "
+                    "(SIGKILL) M times and restarted; then checks that no acknowledged move "
+                    "was lost or stored twice and every game replays to its result (see "
+                    "docs/RELIABILITY.md).")
+    parser.add_argument("--games", type=int, default=20,
+                        help="live games, N (default: %(default)s)")
+    parser.add_argument("--kills", type=int, default=5,
+                        help="server kills, M (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of the kill times and the bots (default: %(default)s)")
     parser.add_argument("--think", type=float, default=0.05,
                         help="a bot waits up to this many seconds before each move (raise "
                              "it if the games end before all the kills are made)")

@@ -2,15 +2,19 @@
 
 Server commands (``serve``, ``db``, ``admin``, ``dump``, ``cluster``) run ``python -m server``
 in this process's place, so this package never imports the server (the layering holds at
-import level).
+import level). Every command that prints behaves in a pipe: when the reader goes away
+(``tessera verify --all | head -1``) it stops quietly (:func:`run_printing`).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import protocol as p
 
 SERVER_COMMANDS = {"serve", "db", "admin", "dump", "cluster"}
 # command -> (module in clients, one-line help)
@@ -26,32 +30,67 @@ CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
     "chaos": ("clients.chaos", "crash test: kill the server during live games"),
 }
 
-USAGE = """usage: tessera COMMAND [ARGS]
+USAGE = """usage: tessera COMMAND [ARGS]    (tessera COMMAND --help for one command)
+       tessera --version
 
 server:
-  serve        run the game server (tessera serve --help)
+  serve        run the game server
   db upgrade   apply database migrations
   admin        create users and bot accounts, manage tokens
   dump         print stored match records as JSON lines
   cluster status  the nodes of a cluster, their games and last heartbeats
 """
+SIGPIPE_STATUS = 128 + 13  # as a program killed by SIGPIPE ends, in a shell's terms
+
+
+def usage() -> str:
+    commands = "".join(f"  {name:<12} {text}\n" for name, (_, text) in CLIENT_COMMANDS.items())
+    return f"{USAGE}\nclients:\n{commands}"
+
+
+def version() -> str:
+    """``tessera 0.1.0 (protocol 1)``."""
+    try:
+        number = importlib.metadata.version("tessera")
+    except importlib.metadata.PackageNotFoundError:
+        number = "unknown"
+    return f"tessera {number} (protocol {p.PROTOCOL_VERSION})"
+
+
+def run_printing(command: Callable[[], int | None]) -> int:
+    """Run ``command``; if the reader of its output goes away (a closed pipe), stop quietly
+    with the status of a program that SIGPIPE ended, instead of a BrokenPipeError traceback.
+    """
+    try:
+        status = int(command() or 0)
+        sys.stdout.flush()  # the last buffered lines, while an error can still be caught
+    except BrokenPipeError:
+        # Nobody reads any more: send what is still buffered nowhere, so that the
+        # interpreter's last flush does not fail as well.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return SIGPIPE_STATUS
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help"):
-        extra = "".join(f"  {name:<12} {text}\n" for name, (_, text) in CLIENT_COMMANDS.items())
-        print(USAGE + ("\nclients:\n" + extra if extra else ""))
-        return 0
+    if not args:
+        print(usage(), file=sys.stderr)
+        return 2
     command = args[0]
+    if command in ("-h", "--help", "help"):
+        return run_printing(lambda: print(usage()))
+    if command in ("-V", "--version"):
+        return run_printing(lambda: print(version()))
     if command in SERVER_COMMANDS:
         os.execv(sys.executable, [sys.executable, "-m", "server", *args])
     if command in CLIENT_COMMANDS:
         module = importlib.import_module(CLIENT_COMMANDS[command][0])
-        if command == "verify":
-            return int(module.verify_main(args[1:]) or 0)
-        return int(module.main(args[1:]) or 0)
-    print(f"tessera: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+        entry = module.verify_main if command == "verify" else module.main
+        return run_printing(lambda: entry(args[1:]))
+    print(f"tessera: unknown command {command!r}\n\n{usage()}", file=sys.stderr)
     return 2
 
 

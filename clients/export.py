@@ -2,7 +2,7 @@
 
     tessera export GAME_ID [--format text|json] [--server URL | --db URL] [-o FILE]
     tessera verify FILE...                      # text or JSON records, or dump output
-    tessera verify --all --db URL               # every stored game (or --server URL)
+    tessera verify --all [--db URL | --server URL]   # every stored game
     tessera verify GAME_ID... --server URL
 
 Verification replays the moves through the engine and checks the stored result against
@@ -148,12 +148,11 @@ def verify_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("items", nargs="*", metavar="FILE|GAME_ID",
                         help="record files; game ids with --db or --server")
     parser.add_argument("--all", action="store_true",
-                        help="every stored game (needs --db or --server)")
+                        help=f"every stored game: of --db, or of --server ({DEFAULT_URL} by "
+                             "default)")
     _source_args(parser)
     args = parser.parse_args(argv)
-    remote = args.db is not None or args.server is not None
-    if args.all and not remote:
-        parser.error("--all needs --db URL or --server URL")
+    remote = args.all or args.db is not None or args.server is not None
     if not args.items and not args.all:
         parser.error("give record files, or game ids or --all with --db or --server")
     try:

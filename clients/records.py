@@ -458,11 +458,11 @@ def _annotate(move: RecordMove, note: dict[str, int], line: int) -> RecordMove:
     used, clock = move.ms_used, move.clock_ms
     if "used" in note:
         if used is not None:
-            raise RecordError(f"line {line}: used given twice for ply {move.ply}")
+            raise RecordError(f"line {line}: used given twice for move {move.ply + 1}")
         used = note["used"]
     if "clk" in note:
         if clock is not None:
-            raise RecordError(f"line {line}: clk given twice for ply {move.ply}")
+            raise RecordError(f"line {line}: clk given twice for move {move.ply + 1}")
         clock = note["clk"]
     return RecordMove(move.ply, move.move, used, clock)
 
@@ -639,10 +639,11 @@ def verify(record: MatchRecord) -> VerifyReport:
             parsed = state.parse_move(m.move)
         except engine.IllegalMove as e:
             illegal = m.ply
-            problems.append(f"ply {m.ply} ({m.move}) is illegal: {e}")
+            problems.append(f"{_numbered(m.ply)}: {m.move} is illegal: {e}")
             break
         if parsed.text != m.move:
-            problems.append(f"ply {m.ply}: {m.move!r} is not canonical (canonical: {parsed.text})")
+            problems.append(f"{_numbered(m.ply)}: {m.move!r} is not canonical "
+                            f"(canonical: {parsed.text})")
         state = state.play(parsed)
     if illegal is None:
         problems.extend(_result_problems(record, state))
@@ -662,19 +663,25 @@ def _result_problems(record: MatchRecord, state: engine.State) -> list[str]:
     if term == "normal":
         if not state.is_over:
             return [f"termination is normal but the game is not over by the rules after "
-                    f"ply {state.ply - 1}; {colours[state.to_move]} is to move"]
+                    f"{_numbered(state.ply - 1)}; {colours[state.to_move]} is to move"]
         if state.winner != record.winner:
             return [f"the rules give the win to {_who(state.winner, colours)}, "
                     f"the record to {_who(record.winner, colours)}"]
         return []
     if state.is_over:
-        return [f"the game ended by the rules at its last move (ply {state.ply - 1}, "
-                f"won by {_who(state.winner, colours)}), so it cannot end by {term}; "
+        return [f"the game ended by the rules at its last move, {_numbered(state.ply - 1)}, "
+                f"won by {_who(state.winner, colours)}, so it cannot end by {term}; "
                 "termination should be normal"]
     if term == "timeout" and record.winner == state.to_move:
         return [f"{colours[state.to_move]} was to move, so only their clock ran, yet the "
                 "record says they won on time"]
     return []
+
+
+def _numbered(ply: int) -> str:
+    """A move as files number it: ``move 5`` in the text form (move numbers from 1), with
+    ``ply 4`` for the JSON form and the wire (plies from 0): ``move 5 (ply 4)``."""
+    return f"move {ply + 1} (ply {ply})"
 
 
 def _who(winner: int | None, colours: tuple[str, str]) -> str:

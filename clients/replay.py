@@ -68,7 +68,8 @@ class Replayer:
             try:
                 self.states.append(self.states[-1].play(m.move))
             except engine.IllegalMove as exc:
-                self.problem = f"ply {m.ply} ({m.move}) is illegal: {exc}; the replay stops there"
+                self.problem = (f"move {m.ply + 1} ({m.move}) is illegal: {exc}; the replay "
+                                "stops there")
                 break
         self.index = 0
 

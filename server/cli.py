@@ -23,28 +23,48 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Tessera server commands")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the game server")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    serve = sub.add_parser(
+        "serve", help="run the game server",
+        description="Run the game server: websockets on ws://HOST:PORT/ws, GET /healthz and "
+                    "/metrics on the same port, JSON logs on stderr. Migrations are applied "
+                    "on start; SIGTERM stops it after everything acknowledged is stored.")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: %(default)s; 0.0.0.0: every "
+                            "interface)")
+    serve.add_argument("--port", type=int, default=8765,
+                       help="port to listen on (default: %(default)s; 0 picks a free port)")
     _db_arg(serve)
     serve.add_argument("--sqlite-synchronous", choices=["FULL", "NORMAL"], default="FULL",
-                       help="FULL (default): acknowledged moves survive power loss")
+                       help="SQLite's synchronous setting: FULL (default), an acknowledged "
+                            "move survives a power loss; NORMAL, faster, a power loss may "
+                            "lose the last moves (a crash of the process loses nothing)")
     serve.add_argument("--origin", action="append", default=[],
-                       help="allow browsers from this Origin (repeatable)")
+                       help="allow browsers from this Origin (repeatable; default: none, "
+                            "clients that send no Origin are always allowed)")
     serve.add_argument("--grace", type=float, default=30.0,
-                       help="seconds before a win can be claimed from an absent opponent")
-    serve.add_argument("--max-frame", type=int, default=16 * 1024, help="bytes per message")
-    serve.add_argument("--rate", type=float, default=20.0, help="requests/s per connection")
-    serve.add_argument("--ready-file", help="write the listening port here once ready")
+                       help="seconds before a win can be claimed from an absent opponent "
+                            "(default: %(default)s)")
+    serve.add_argument("--max-frame", type=int, default=16 * 1024,
+                       help="the longest message a client may send, in bytes "
+                            "(default: %(default)s)")
+    serve.add_argument("--rate", type=float, default=20.0,
+                       help="requests per second per connection, with bursts of twice that "
+                            "(default: %(default)s)")
+    serve.add_argument("--ready-file", help="write the listening port to this file once ready "
+                       "(for scripts and tests)")
     serve.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], default="auto",
-                       help="event loop: uvloop (faster) if installed (auto), or asyncio's own")
-    serve.add_argument("--log-level", default="info")
+                       help="event loop: auto (default), uvloop if installed (faster), else "
+                            "asyncio's own; uvloop or asyncio to choose")
+    serve.add_argument("--log-level", default="info",
+                       help="debug, info (default), warning or error")
     serve.add_argument("--cluster", metavar="URL", help="run as a node of the cluster on this "
                        "Redis (redis://HOST:PORT/DB), with a PostgreSQL --db")
-    serve.add_argument("--cluster-name", default="default", help="the cluster's name in Redis")
+    serve.add_argument("--cluster-name", default="default",
+                       help="the cluster's name in Redis (default: %(default)s)")
     serve.add_argument("--node-id", help="this node's name in the cluster (default HOST-PID)")
     serve.add_argument("--workers", type=int, default=1, help="node processes sharing the port "
-                       "(SO_REUSEPORT), supervised; above 1 needs --cluster and PostgreSQL")
+                       "(SO_REUSEPORT), supervised (default: 1); above 1 needs --cluster and "
+                       "PostgreSQL")
     serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
     serve.set_defaults(serve_parser=serve)
 

@@ -34,7 +34,9 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tessera bridge", usage="tessera bridge [OPTIONS] -- PROGRAM [ARGS ...]",
-        description="Connect an external engine to a Tessera server (see docs/BOTS.md).")
+        description="Connect an external engine to a Tessera server: the engine speaks the "
+                    "line protocol of docs/BRIDGE.md on its stdin and stdout; the other "
+                    "options are those of 'tessera bot' (docs/BOTS.md).")
     parser.add_argument("--seed", type=int, help="seed passed to the bridge's bot object")
     parser.add_argument("--grace", type=float, default=1.0, metavar="S",
                         help="extra seconds allowed for an engine's answer beyond its think "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import engine
 import protocol as p
 from clients import records
+from clients.connection import DEFAULT_URL
 from tests.clients.conftest import LiveServer, tessera_command
 
 Games = dict[str, tuple[str, engine.State]]
@@ -69,6 +71,49 @@ def test_verify_files_ok_and_a_tampered_result(live_server: LiveServer, finished
     assert f"MISMATCH  {tampered}" in bad.stdout
     assert "the rules give the win to" in bad.stdout
     assert "1 ok, 1 with problems" in bad.stdout
+
+
+def test_verify_names_moves_as_the_file_numbers_them(tmp_path: Path) -> None:
+    record = records.MatchRecord(game="hadron", options={"size": 3}, players=("a", "b"),
+                                 date="2026-01-01T00:00:00Z",
+                                 moves=["b2", "a1", "c3", "a3", "b2"])  # type: ignore[arg-type]
+    text_file = tmp_path / "bad.txt"
+    text_file.write_text(records.format_record(record))
+    assert "\n5. b2" in text_file.read_text()
+    done = tessera("verify", str(text_file))
+    assert done.returncode == 1
+    assert "move 5 (ply 4): b2 is illegal" in done.stdout, done.stdout
+
+
+def test_verify_all_uses_the_default_server() -> None:
+    done = tessera("verify", "--all")
+    assert "needs" not in done.stderr and "usage" not in done.stderr, done.stderr
+    # whether a server listens on the default address or not, verify went there
+    assert DEFAULT_URL in done.stderr or "verified" in done.stdout, (done.stdout, done.stderr)
+
+
+def closed_pipe_run(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """Run ``tessera ARGS`` with its standard output a pipe nobody reads any more: as
+    ``tessera ARGS | head -1`` once head has its line and exits."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([*tessera_command(), *args], stdout=write_end,
+                              stderr=subprocess.PIPE, timeout=60, check=False)
+    finally:
+        os.close(write_end)
+
+
+def test_printing_commands_stop_quietly_in_a_closed_pipe(live_server: LiveServer,
+                                                          finished_games: Games) -> None:
+    for args in (["verify", "--all", "--db", live_server.db_url],
+                 ["dump", "--all", "--db", live_server.db_url],
+                 ["export", finished_games["hadron"][0], "--server", live_server.url],
+                 ["--help"], ["--version"]):
+        done = closed_pipe_run(*args)
+        assert b"Traceback" not in done.stderr and b"BrokenPipe" not in done.stderr, (
+            args, done.stderr.decode())
+        assert done.returncode != 0, args  # cut short, as a program ended by SIGPIPE
 
 
 def test_verify_all_stored_games(live_server: LiveServer, finished_games: Games) -> None:

@@ -384,14 +384,17 @@ def test_verify_reports_an_illegal_move() -> None:
     bad = replace(record, moves=(*record.moves[:2], RecordMove(2, record.moves[1].move)))
     report = verify(bad)
     assert not report.ok and report.illegal_ply == 2 and report.legal_plies == 2
-    assert "ply 2" in report.problems[0] and "occupied" in report.problems[0]
+    # the file's numbering: the text form's move 3, the JSON form's ply 2
+    assert report.problems[0].startswith(f"move 3 (ply 2): {record.moves[1].move} is illegal")
+    assert "occupied" in report.problems[0]
 
 
 def test_verify_reports_non_canonical_moves() -> None:
     record = MatchRecord(game="xodd", players=("a", "b"), date=utc_date(),
                          moves=["Bc3", "wE5,Ba1"])  # type: ignore[arg-type]
     report = verify(record)
-    assert report.problems == ("ply 1: 'wE5,Ba1' is not canonical (canonical: Ba1,We5)",)
+    assert report.problems == (
+        "move 2 (ply 1): 'wE5,Ba1' is not canonical (canonical: Ba1,We5)",)
 
 
 def test_verify_checks_the_result() -> None:

@@ -95,7 +95,7 @@ def test_replayer_marks_moves_and_stops_at_an_illegal_one() -> None:
                                  date="2026-01-01T00:00:00Z",
                                  moves=(records.RecordMove(0, "b2"), records.RecordMove(1, "b2")))
     replayer = Replayer(record)
-    assert replayer.last == 1 and replayer.problem and "ply 1 (b2) is illegal" in replayer.problem
+    assert replayer.last == 1 and replayer.problem and "move 2 (b2) is illegal" in replayer.problem
     view = replayer.go(1)
     assert "[R]" in view and "Cannot replay further" in view
     assert replayer.command("p").text.startswith("Replay")
