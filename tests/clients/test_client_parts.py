@@ -1,0 +1,164 @@
+"""The terminal client's parts without a server: its view of a game (clocks, board, hints,
+endings), the move forms it learns from the engine, its help, and the event table that it
+shares with the bot SDK."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+import engine
+import protocol as p
+from clients import events, notation, render
+from clients.live import GameView
+from clients.play.client import PlayClient
+from clients.play.cmd_game import rules_lines
+from clients.play.commands import help_lines
+from clients.play.games import Games
+from clients.play.lobby import Lobby
+from clients.sdk.challenges import ChallengeDesk
+from clients.sdk.game import GameSession
+from clients.sdk.runner import EventRouter
+
+ANN, BEN = p.User(name="ann", kind="human"), p.User(name="ben", kind="bot")
+
+
+def view_at(now: list[float], moves: tuple[str, ...] = ()) -> GameView:
+    played = tuple(p.PlayedMove(ply=i, move=m, by=i % 2, ms_used=1000, clock_ms=60_000)
+                   for i, m in enumerate(moves))
+    snap = p.Snapshot(game_id="g", game="hadron", options={"size": 3},
+                      clock=p.Fischer(base_ms=60_000, increment_ms=0), players=(ANN, BEN),
+                      status="playing", moves=played, clocks_ms=(60_000, 60_000),
+                      to_move=len(moves) % 2, ply=len(moves), seq=1 + len(moves))  # type: ignore[arg-type]
+    return GameView.from_snapshot(snap, "ben", now=lambda: now[0])
+
+
+# -- clocks ------------------------------------------------------------------------------------
+def test_the_end_of_a_game_keeps_the_clocks_as_they_stood() -> None:
+    now = [100.0]
+    view = view_at(now, ("b2", "a1"))
+    now[0] += 58.0  # Red (to move) thinks; then the game ends (a claim, a resignation)
+    assert view.clocks_now() == (2_000, 60_000)
+    view.apply_over(p.GameOver(game_id="g", seq=4, winner=1, reason="abandon"))
+    now[0] += 10.0
+    assert view.clocks_now() == (2_000, 60_000)  # not set back to 60 s, not running on
+    assert "Red ann 2.0" in view.status_line()
+
+
+def test_clocks_stop_while_the_connection_is_down() -> None:
+    now = [100.0]
+    view = view_at(now, ("b2", "a1"))
+    now[0] += 5.0
+    view.freeze()  # the connection dropped
+    now[0] += 30.0  # however long the outage, nothing counts until the server says
+    assert view.clocks_now() == (55_000, 60_000)
+
+
+# -- the board ---------------------------------------------------------------------------------
+def test_hex_rows_name_their_first_and_last_cell() -> None:
+    state = engine.new_game("yodd", size=3)
+    lines = render.board_text(state).splitlines()
+    rows = [line.split() for line in lines[1:-1]]
+    assert [(r[0], r[-1]) for r in rows] == [("c5", "e5"), ("b4", "e4"), ("a3", "e3"),
+                                             ("a2", "d2"), ("a1", "c1")]
+    square = render.board_text(engine.new_game("hadron", size=3)).splitlines()
+    assert square[1] == "3  . . .  3" and square[0] == square[-1] == "   a b c"
+
+
+def test_adjacent_marks_share_their_brackets() -> None:
+    state = engine.new_game("xodd", size=5).play("Bc3").play("Bd3,Be3")
+    row = next(line for line in render.board_text(state, mark=["d3", "e3"]).splitlines()
+               if line.startswith("3"))
+    assert row == "3  . . B[B B] 3"
+    apart = render.board_text(state, mark=["c3", "e3"]).splitlines()[3]
+    assert apart == "3  . .[B]B[B] 3"
+
+
+# -- hints and endings -------------------------------------------------------------------------
+def seeded(game: str, plies: int, **options: Any) -> engine.State:
+    rng = random.Random(7)
+    state = engine.new_game(game, **options)
+    for _ in range(plies):
+        state = state.play(state.random_move(rng))
+    return state
+
+
+@pytest.mark.parametrize("game", ["xodd", "yodd", "hexifact"])
+def test_legal_placements_are_listed_where_the_summary_has_none(game: str) -> None:
+    state = seeded(game, 4)
+    (line,) = render.legal_lines(state, state.summary())
+    singles = sorted(str(m) for m in state.legal_moves()
+                     if len(notation.CELL.findall(str(m).lower())) == 1)
+    listed = re.search(r"(\d+) one-cell moves? \(([^)]*)\)", line)
+    assert listed is not None, line
+    assert int(listed[1]) == len(singles)
+    assert listed[2].split()[:40] == [str(m) for m in state.legal_moves()
+                                      if str(m) in singles][:40]
+
+
+def test_no_hint_line_repeats_what_the_summary_lists() -> None:
+    state = seeded("hadron", 2)
+    assert render.legal_lines(state, state.summary()) == []  # "legal squares" says it all
+
+
+def test_why_a_game_ended() -> None:
+    xodd = engine.replay("xodd", {"size": 2}, ["Ba1", "pass", "pass"])
+    assert xodd.is_over
+    assert render.ending_text(xodd) == "two passes in a row; groups: Black 1, White 0; " \
+                                       "stones: Black 1, White 0"
+    hadron = seeded("hadron", 0, size=3)
+    while not hadron.is_over:
+        hadron = hadron.play(hadron.legal_moves()[0])
+    colour = hadron.game.players[hadron.to_move]
+    assert render.ending_text(hadron).startswith(f"{colour} has no legal move; tiles: ")
+
+
+def test_rules_come_from_the_registry() -> None:
+    for key, game in engine.GAMES.items():
+        text = "\n".join(rules_lines(key))
+        assert game.name in text and game.summary_text.split()[0] in text
+        assert all(o.name in text for o in game.options)
+    assert "Hadron has no pass" in "\n".join(rules_lines("hadron"))
+
+
+# -- the command language ----------------------------------------------------------------------
+def test_move_forms_come_from_the_engine() -> None:
+    assert notation.examples("hadron") == ("a1",)
+    assert not notation.has_pass("hadron") and notation.has_pass("xodd")
+    forms = {notation.form(m) for m in notation.examples("hexifact")}
+    assert forms == {"@", "@-@", "pass"}
+    assert {notation.form(m) for m in notation.examples("xodd")} == {"@", "@,@", "pass"}
+    assert not notation.looks_like_move("hello") and notation.looks_like_move("z9")
+
+
+def test_help_wraps_between_words() -> None:
+    lines = help_lines()
+    assert all(len(line) <= 100 for line in lines)
+    words = set(" ".join(lines).split())
+    assert "unlimited)" in words and "color=black" in words  # not cut in two
+    assert lines == [line for line in lines if line.startswith("  ")]
+
+
+# -- the event table ---------------------------------------------------------------------------
+def test_every_event_has_a_handler_in_the_client_and_the_sdk() -> None:
+    assert events.missing_handlers((Games, Lobby, PlayClient)) == []
+    assert events.missing_handlers((EventRouter, ChallengeDesk)) == []
+    assert events.missing_handlers((GameSession,),
+                                   (*events.GAME_EVENT_TYPES, p.GameState)) == []
+
+
+def test_an_event_nobody_handles_is_an_error() -> None:
+    class Sink:
+        def on_moved(self, event: p.Moved) -> str:
+            return "moved"
+
+    moved = p.Moved(game_id="g", seq=2, ply=0, move="b2", by=0, ms_used=5)
+    assert events.dispatch(moved, Sink()) == "moved"
+    with pytest.raises(events.UnhandledEvent, match="no on_opponent_back"):
+        events.dispatch(p.OpponentBack(game_id="g", seq=3, player=1), Sink())
+    with pytest.raises(events.UnhandledEvent, match="unexpected message 'pong'"):
+        events.dispatch(p.Pong(id=1), Sink())
+
