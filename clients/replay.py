@@ -189,7 +189,7 @@ async def autoplay(replayer: Replayer, delay: float, show: Callable[[str], None]
     while replayer.index < replayer.last:
         await asyncio.sleep(delay)
         show(replayer.go(replayer.index + 1))
-    show("(autoplay reached the end)")
+    show(f"(autoplay reached the end: position {replayer.index}/{replayer.last})")
 
 
 async def run_viewer(replayer: Replayer, term: Terminal) -> None:
@@ -197,9 +197,11 @@ async def run_viewer(replayer: Replayer, term: Terminal) -> None:
     task: asyncio.Task[None] | None = None
     term.print(replayer.view())
     term.print("(n next, p previous, f first, l last, g N go to, a autoplay, q quit, h help)")
+    def prompt() -> str:  # read again whenever the prompt is drawn: autoplay moves on
+        return f"replay {replayer.index}/{replayer.last}> "
+
     try:
         while True:
-            prompt = f"replay {replayer.index}/{replayer.last}> "
             try:
                 line = await term.read(prompt)
             except EOFError:

@@ -90,6 +90,14 @@ def test_arena_with_a_throwaway_local_server_creates_bot_accounts_and_reports() 
     assert not done.stderr.strip(), done.stderr  # --quiet: nothing on stderr
 
 
+def test_an_engine_with_a_short_think_time_plays() -> None:
+    engine_bot = f"engine:{sys.executable} examples/random_engine.py"
+    done = arena("random", engine_bot, "--game", "hadron size=3", "--games", "2", "--time",
+                 "0.1", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "ended by: normal 2" in done.stdout, done.stdout  # no resignation
+
+
 def test_arena_refuses_bad_arguments() -> None:
     for bad in (["random"], ["random", "nosuchbot"], ["random", "greedy", "--game", "chess"],
                 ["random", "greedy", "--token", "random=x"],

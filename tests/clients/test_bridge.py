@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 
 import engine
+import protocol as p
 from clients.bots.base import Bot, TimeBudget
 from clients.bots.match import run_match
 from clients.bots.random_bot import RandomBot
 from clients.bridge import BridgeResign, EngineBot
+from clients.sdk.specs import budget_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "random_engine.py"
@@ -241,6 +243,15 @@ def test_a_hanging_engine_never_overruns_the_clock(bots: list[EngineBot], logs: 
         bot.choose_move(state, TimeBudget(remaining_ms=None, per_move_ms=400))
     assert time.monotonic() - started < 0.7  # killed at 0.35 s, 50 ms before the clock ends
     assert any("hung" in m for m in messages(logs))
+
+
+def test_a_short_think_time_on_a_longer_clock_plays(bots: list[EngineBot]) -> None:
+    """``--move-time 0.1`` caps the think time, not the clock: 0.1 s to think is no reason
+    to resign a game whose clock gives 10 s a move."""
+    bot = make(bots, [sys.executable, str(EXAMPLE), "--seed", "2"])
+    budget = budget_for(p.PerMove(per_move_ms=10_000), None, move_time_ms=100)
+    state = play(bot, "hadron", budget=budget, size=5)
+    assert state.is_over and state.ply > 2
 
 
 def test_a_hang_in_the_handshake(bots: list[EngineBot], logs: Any) -> None:

@@ -11,6 +11,7 @@ import os
 import random
 import re
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -24,7 +25,7 @@ import protocol as p
 from clients.live import GameView
 from clients.local_bot import LocalBot, LocalBotError
 from clients.offers import OfferError, parse_offer
-from tests.clients.conftest import LiveServer, ScriptedPlayer, spawn_tessera
+from tests.clients.conftest import LiveServer, ScriptedPlayer, spawn_tessera, tessera_command
 
 Scripted = Callable[[str], ScriptedPlayer]
 Games = dict[str, tuple[str, engine.State]]
@@ -85,6 +86,13 @@ def test_full_hadron_game_with_errors_and_chat(live_server: LiveServer,
                 taken = next(c.name for c in state.board.cells if _occupied(state, c.name))
                 child.sendline(taken)
                 child.expect(rf"Illegal move '{taken}': {taken}: the square is occupied")
+                child.sendline("hello")  # neither a move nor a command
+                child.expect(r"Unknown command 'hello' \(and not a move in Hadron")
+                child.sendline("pass")
+                child.expect(r"Hadron has no pass: every turn is a move")
+                child.sendline("rules")
+                child.expect(r"Hadron \(hadron, rules version \d+\)")
+                child.expect(r"Moves look like a1; Hadron has no pass\.")
                 shown_errors = True
             move = str(state.legal_moves()[0])
             child.sendline(move)
@@ -188,6 +196,11 @@ def test_resign_abort_challenges_and_watching(live_server: LiveServer,
     assert isinstance(seek, p.SeekCreated)
     third.call(p.AcceptSeek, seek_id=seek.seek_id)
     started = third.wait_for(p.GameStarted)
+    players = {opponent.name: opponent, third.name: third}
+    first = players[started.snapshot.players[0].name]
+    second = players[started.snapshot.players[1].name]
+    first.move(started.game_id, 0, "b2")
+    first.call(p.Chat, game_id=started.game_id, text="before anyone watched")
     watcher = spawn_play(live_server.url, "--no-color")
     watcher.expect("Log in with")
     watcher.sendline("seek hadron")
@@ -196,11 +209,12 @@ def test_resign_abort_challenges_and_watching(live_server: LiveServer,
     watcher.expect(rf"{started.game_id} .* Hadron size=3 unlimited")
     watcher.sendline(f"watch {started.game_id}")
     watcher.expect(r"watching")
-    players = {opponent.name: opponent, third.name: third}
-    first = players[started.snapshot.players[0].name]
-    first.move(started.game_id, 0, "b2")
-    watcher.expect(r"3  \. \. \.  3\r\n2  \.\[R\]\.  2")  # the last move is marked
-    expect_move_shown(watcher, 0, "b2")
+    watcher.expect(rf"\(earlier\) <{first.name}> before anyone watched")
+    watcher.sendline("say hello")
+    watcher.expect(rf"Only the players of game {started.game_id} can chat in it")
+    second.move(started.game_id, 1, "a1")
+    watcher.expect(r"2  \. R \.  2\r\n1 \[B\]\. \.  1")  # the last move is marked
+    expect_move_shown(watcher, 1, "a1")
     watcher.sendline("quit")
     watcher.expect(pexpect.EOF)
     child.sendline("quit")
@@ -252,9 +266,90 @@ def test_reconnects_and_resumes_after_a_server_restart(
     opponent.run(opponent.conn.close())  # the opponent goes away: claim the game
     mine, theirs = ("Red", "Blue") if seat == 0 else ("Blue", "Red")
     child.expect(rf"{theirs} \(guest-\w+\) left the game; type 'claim' after 1 s")
+    child.sendline("claim")  # too early: the refusal says when, in seconds
+    child.expect(rf"Your opponent may still come back: you can claim game {game_id} in 1 s\.")
     time.sleep(1.2)
     child.sendline("claim")
     child.expect(rf"Game over: {mine} \(guest-\w+\) wins: {theirs} left the game\. You won!")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
+def test_clocks_after_a_restart_are_the_servers(
+        live_server_factory: Callable[..., LiveServer], scripted_player: Scripted) -> None:
+    """The server's clocks do not run while it is down; the client's must not either, and
+    after reconnecting it shows the server's readings (not its own count through the
+    outage)."""
+    server = live_server_factory()
+    child = spawn_play(server.url, "--guest", "--no-color", "--retry-max", "0.5")
+    me = log_in_as_guest(child)
+    opponent = scripted_player(server.url)
+    opponent.guest()
+    game_id, seat = start_game(child, opponent, me, "hadron size=5 10m+0s")
+    moves = ["a1", "e5"]
+    for ply, move in enumerate(moves):
+        if ply % 2 == seat:
+            child.sendline(move)
+            opponent.wait_for(p.Moved, game_id=game_id, ply=ply)
+        else:
+            opponent.move(game_id, ply, move)
+        expect_move_shown(child, ply, move)
+    server.stop()  # Red's clock stops with the server
+    child.expect("Connection lost; reconnecting")
+    time.sleep(6)
+    server.start()
+    child.expect(rf"Reconnected to {re.escape(server.url)}; resumed 1 game\(s\): {game_id}")
+    child.sendline("clock")
+    child.expect(rf"{game_id} \| >Red guest-\w+ (\d+):(\d\d) \|")
+    minutes, seconds = int(child.match.group(1)), int(child.match.group(2))
+    assert minutes * 60 + seconds >= 596, (minutes, seconds)  # not 6 s of outage less
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
+def test_a_declined_challenge_says_why(live_server: LiveServer, tmp_path: Path) -> None:
+    bot = subprocess.Popen(
+        [*tessera_command(), "bot", "--guest", "--bot", "random", "--server", live_server.url,
+         "--games", "hadron", "--supervised"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert bot.stdout is not None
+        ready = bot.stdout.readline()
+        name = re.fullmatch(r"ready as (\S+)\n", ready)
+        assert name, ready
+        child = spawn_play(live_server.url, "--guest", "--no-color")
+        log_in_as_guest(child)
+        child.sendline(f"challenge {name[1]} xodd size=5")
+        child.expect(r"Challenge #(\d+) sent")
+        number = child.match.group(1)
+        child.expect(rf"Challenge #{number} declined: xodd is not played \(plays hadron\)\.")
+        child.sendline("quit")
+        child.expect(pexpect.EOF)
+    finally:
+        bot.kill()
+        bot.wait()
+
+
+def test_you_are_told_when_another_game_waits_for_your_move(
+        live_server: LiveServer, scripted_player: Scripted) -> None:
+    child = spawn_play(live_server.url, "--guest", "--no-color")
+    me = log_in_as_guest(child)
+    opponent = scripted_player(live_server.url)
+    opponent.guest()
+    first, first_seat = start_game(child, opponent, me, "hadron size=3 unlimited")
+    second, second_seat = start_game(child, opponent, me, "hadron size=4 unlimited")
+    if second_seat == 1:  # make it the program's turn in the second game
+        opponent.move(second, 0, "a1")
+        expect_move_shown(child, 0, "a1")
+    child.sendline(f"switch {first}")
+    child.expect(rf"game {first}")
+    if first_seat == 1:
+        opponent.move(first, 0, "a1")
+        expect_move_shown(child, 0, "a1")
+    child.sendline("c3")  # the program's move in the first game ...
+    expect_move_shown(child, first_seat, "c3")
+    child.expect(rf"Your move is awaited in 1 other game\(s\): {second} "  # ... the other
+                 rf"\('switch {second}'\)")
     child.sendline("quit")
     child.expect(pexpect.EOF)
 

@@ -51,7 +51,8 @@ def test_step_through_a_stored_game(live_server: LiveServer, finished_games: Gam
     child.sendline("a 0.05")  # autoplay to the end
     for ply in range(1, n + 1):
         child.expect(rf"position {ply}/{n}")
-    child.expect("autoplay reached the end")
+    child.expect(rf"autoplay reached the end: position {n}/{n}\)")
+    child.expect(rf"replay {n}/{n}>")  # the prompt too shows where autoplay stopped
     child.sendline("zap")
     child.expect("unknown replay command 'zap'")
     child.sendline("q")

@@ -221,8 +221,8 @@ async def test_the_policy_declines_games_clocks_senders_and_a_busy_bot(
     started: list[p.GameStarted] = []
 
     async def offer(conn: Connection, game: str, options: dict[str, object],
-                    clock: p.TimeControl) -> str:
-        """Challenge gamma; its answer (a game_started seen on the way is kept)."""
+                    clock: p.TimeControl) -> tuple[str, str | None]:
+        """Challenge gamma; its answer and why (a game_started seen on the way is kept)."""
         created = await conn.call(p.Challenge, to="gamma", game=game, options=options,
                                   clock=clock)
         assert isinstance(created, p.ChallengeCreated)
@@ -232,17 +232,22 @@ async def test_the_policy_declines_games_clocks_senders_and_a_busy_bot(
                 started.append(event)
             if isinstance(event, p.ChallengeEnded) and (
                     event.challenge_id == created.challenge_id):
-                return event.reason
+                return event.reason, event.message
 
     try:
         async with running(gamma):
-            assert await offer(delta, "xodd", {}, CLOCK) == "declined"  # game
-            assert await offer(delta, "hadron", {"size": 9}, CLOCK) == "declined"  # option
+            assert await offer(delta, "xodd", {}, CLOCK) == (
+                "declined", "xodd is not played (plays hadron)")
+            assert await offer(delta, "hadron", {"size": 9}, CLOCK) == (
+                "declined", "hadron size=9 is not played (size: 5..7)")
             assert await offer(delta, "hadron", {"size": 5}, p.Fischer(
-                base_ms=60_000, increment_ms=0)) == "declined"  # time control
-            assert await offer(alpha, "hadron", {"size": 5}, CLOCK) == "declined"  # sender
-            assert await offer(delta, "hadron", {"size": 6}, CLOCK) == "accepted"
-            assert await offer(delta, "hadron", {"size": 7}, CLOCK) == "declined"  # busy
+                base_ms=60_000, increment_ms=0)) == (
+                "declined", "1m+0s is not played (per_move)")
+            assert await offer(alpha, "hadron", {"size": 5}, CLOCK) == (
+                "declined", "challenges from alpha are not accepted")
+            assert await offer(delta, "hadron", {"size": 6}, CLOCK) == ("accepted", None)
+            assert await offer(delta, "hadron", {"size": 7}, CLOCK) == (
+                "declined", "busy: playing 1 of at most 1 games")
             (game,) = started
             await delta.call(p.Resign, game_id=game.game_id)
             result = await asyncio.wait_for(gamma.result(game.game_id), 10)
@@ -313,12 +318,13 @@ async def challenge_when_online(runner: BotRunner, to: str, game: str,
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.parametrize("extra", [[], ["--move-time", "0.1"]], ids=["clock", "move-time"])
 async def test_the_bridge_plays_the_example_engine_through_the_server(
-        server_proc: ServerProcess, tmp_path: Path) -> None:
+        server_proc: ServerProcess, tmp_path: Path, extra: list[str]) -> None:
     log = tmp_path / "bridge.log"
     bridge = tessera("bridge", "--server", server_proc.url, "--token",
-                     server_proc.tokens["delta"], "--stop-after", "1", "--", sys.executable,
-                     str(EXAMPLE_ENGINE), "--seed", "5", log=log)
+                     server_proc.tokens["delta"], "--stop-after", "1", *extra, "--",
+                     sys.executable, str(EXAMPLE_ENGINE), "--seed", "5", log=log)
     try:
         alpha = make_runner(server_proc, "alpha")
         async with running(alpha):
