@@ -78,8 +78,8 @@ class ChallengeDesk:
         self.outgoing: dict[int, Outgoing] = {}
         self.unmatched_ends: OrderedDict[int, p.ChallengeEnded] = OrderedDict()
         self._provisional = 0
-        self.dropped = 0
-        self.dropped_since = time.monotonic()
+        self.dropped = 0  # challenges dropped since the last report in the log
+        self.reported = -DROP_REPORT_S  # when that was
 
     def pending_accepts(self) -> int:
         """Accepted challenges whose game has not started (each holds a game slot)."""
@@ -123,10 +123,10 @@ class ChallengeDesk:
             return
         self.dropped += 1
         now = time.monotonic()
-        if now - self.dropped_since >= DROP_REPORT_S:
-            log.warning("dropped %d challenge(s) in %.0f s unanswered: more than the bot "
-                        "declines", self.dropped, now - self.dropped_since)
-            self.dropped, self.dropped_since = 0, now
+        if now - self.reported >= DROP_REPORT_S:  # the first at once, then a count at most
+            log.warning("dropped %d challenge(s) unanswered: more than the bot declines "
+                        "(next count in %.0f s)", self.dropped, DROP_REPORT_S)
+            self.dropped, self.reported = 0, now
 
     def on_challenge_ended(self, event: p.ChallengeEnded) -> None:
         if event.reason == "accepted":

@@ -414,6 +414,53 @@ async def test_a_challenge_whose_game_starts_before_its_reply_is_read_is_settled
         proc.kill()
 
 
+async def test_a_flood_of_challenges_costs_the_bot_neither_its_game_nor_its_stop(
+        server_proc: ServerProcess, tmp_path: Path) -> None:
+    """Guests flood a bot with challenges it declines (issue 16): its declines do not take
+    its moves' request budget (it plays a game on a 2 s clock to the end meanwhile), and it
+    stops within seconds on SIGTERM, the flood still going on."""
+    log = tmp_path / "bot.log"
+    proc = tessera("bot", "--bot", "random", "--server", server_proc.url, "--token",
+                   server_proc.tokens["zeta"], "--games", "hadron", log=log)
+    flooders = [await client(server_proc) for _ in range(6)]
+    flooding = True
+    sent = 0
+
+    async def flood(conn: Connection) -> None:
+        nonlocal sent
+        while flooding:  # about the server's rate per connection: 20 challenges a second
+            with contextlib.suppress(Exception):
+                await conn.send(p.Challenge(id=conn.pending.next_id(), to="zeta", game="xodd",
+                                            options={}, clock=CLOCK))
+                sent += 1
+            await asyncio.sleep(0.05)
+
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        alpha = make_runner(server_proc, "alpha", SlowBot(seed=3, delay=0.3))
+        async with running(alpha):
+            first = await challenge_when_online(alpha, "zeta", "hadron")  # it is online
+            await asyncio.wait_for(alpha.result(first), 60)
+            tasks = [asyncio.create_task(flood(conn)) for conn in flooders]
+            game_id = await alpha.challenge("zeta", "hadron", {"size": 7},
+                                            p.PerMove(per_move_ms=2000))
+            result = await asyncio.wait_for(alpha.result(game_id), 60)
+            assert (result.reason, result.winner is not None) == ("normal", True), result
+            assert sent > 200  # the bot had far more challenges than it could decline
+            proc.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            assert await exited(proc, 15) == 0, log.read_text()[-2000:]
+            took = time.monotonic() - started
+        assert took < 10, took
+        assert "dropped" in log.read_text()  # what it could not decline, it dropped
+    finally:
+        flooding = False
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for conn in flooders:
+            await conn.close()
+        proc.kill()
+
+
 async def test_bot_command_refuses_a_bad_token_and_bad_options(
         server_proc: ServerProcess, tmp_path: Path) -> None:
     log = tmp_path / "bad.log"
