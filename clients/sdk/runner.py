@@ -74,9 +74,8 @@ class BotRunner:
             self.requests, policy=lambda: self.policy, games_in_progress=self._playing,
             stopping=lambda: self.stopping, changed=self._slots_changed, spawn=self.spawn)
         self.seeks = SeekKeeper(
-            self.requests, policy=lambda: self.policy, my_name=lambda: self.name,
-            slots_used=self.active, stopping=lambda: self.stopping,
-            events_pending=self._events_pending, settled=self._check_done)
+            self.requests, policy=lambda: self.policy, slots_used=self.active,
+            stopping=lambda: self.stopping, settled=self._check_done)
         self.router = EventRouter(self)
         self.link = RunnerLink(url, token, client=client, backoff_s=backoff_s,
                                logged_in=self._logged_in, event=self._on_event,
@@ -180,17 +179,13 @@ class BotRunner:
 
     def _on_event(self, event: p.ServerMessage) -> None:
         try:
-            events.dispatch(event, self.router, self.challenges)
+            events.dispatch(event, self.router, self.challenges, self.seeks)
         except events.UnhandledEvent as e:
             log.error("%s", e)
 
     def _caught_up(self) -> None:
         if self.stopping:
             self._check_done()
-
-    def _events_pending(self) -> bool:
-        conn = self.requests.conn
-        return conn is not None and not conn.events.empty()
 
     # -- games ---------------------------------------------------------------------------------
     def route(self, game_id: str, item: Item) -> None:
@@ -243,8 +238,9 @@ class BotRunner:
 
 class EventRouter:
     """The runner's event sink (:mod:`clients.events`) for all but the challenges (the
-    :class:`~clients.sdk.challenges.ChallengeDesk`'s): a game's events go to its session, a
-    game no challenge explains is a seek's, the lobby's events are not needed."""
+    :class:`~clients.sdk.challenges.ChallengeDesk`'s) and ``seek_taken`` (the
+    :class:`~clients.sdk.seeks.SeekKeeper`'s): a game's events go to its session, a new game
+    settles the challenge it came from, the lobby's events are not needed."""
 
     def __init__(self, runner: BotRunner) -> None:
         self.runner = runner
@@ -254,9 +250,8 @@ class EventRouter:
 
     def on_game_started(self, event: p.GameStarted) -> None:
         runner = self.runner
-        if event.game_id not in runner.games and not runner.challenges.settle(
-                runner.name, event.snapshot):
-            runner.seeks.game_from_seek()
+        if event.game_id not in runner.games:  # a challenge's game, or a seek's
+            runner.challenges.settle(runner.name, event.snapshot)
         runner.route(event.game_id, event)
 
     def on_moved(self, event: p.GameEvent) -> None:
@@ -267,5 +262,4 @@ class EventRouter:
     def on_error(self, event: p.ErrorReply) -> None:  # answers a request it could not read
         log.warning("server error for no known request: %s: %s", event.code, event.message)
 
-    on_seek_added = on_seek_removed = on_seek_taken = events.ignore
-    on_player_online = on_player_offline = events.ignore
+    on_seek_added = on_seek_removed = on_player_online = on_player_offline = events.ignore

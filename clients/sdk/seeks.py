@@ -1,18 +1,20 @@
 """The runner's seeks: kept open in the lobby while it has free game slots.
 
-With fewer free slots than seeks, the seeks take turns, one game at a time. The open seeks
-are checked against the lobby after every game and every :data:`SEEK_REFRESH_S`. When the
-runner stops, its seeks are withdrawn; it is done with them only once the server has let
-go of every one: a seek taken just before is a game on its way (the server announces a game
-once its first commit is done), which the runner waits for and plays.
+With fewer free slots than seeks, the seeks take turns, one game at a time. The keeper knows
+its open seeks by id, from the server's own word: ``seek_created`` opens one, its
+cancellation's reply closes it, and ``seek_taken`` (sent once the game the seek became has
+started; before ``seek_created`` for a seek paired at once) says which game it became. So
+nothing is counted or guessed. When the runner stops, the seeks are withdrawn; it is done
+with them once none is open and every seek whose cancellation came too late (it was taken)
+has had its ``seek_taken``, that is once its game has started, which the runner then plays.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 import protocol as p
@@ -24,8 +26,9 @@ from .specs import SeekSpec
 
 log = logging.getLogger("clients.sdk")
 
-SEEK_REFRESH_S = 30.0  # seeks are checked against the lobby at least this often
-GAME_DUE_WAIT_S = 30.0  # how long to wait, stopping, for the game of a seek taken
+SEEK_REFRESH_S = 30.0  # the seeks are brought in line with the free slots at least this often
+GAME_DUE_WAIT_S = 30.0  # how long to wait, stopping, for the seek_taken of a seek taken
+TAKEN_KEPT = 100  # seek_taken events for seeks not known (yet) here, kept for a reply due
 
 
 async def wait_event(event: asyncio.Event, timeout: float) -> None:
@@ -42,52 +45,55 @@ async def wait_event(event: asyncio.Event, timeout: float) -> None:
 
 
 class SeekKeeper:
-    """The seeks of the runner's policy, and their state on the current connection."""
+    """The seeks of the runner's policy and their state on the current connection; the event
+    sink (``clients.events``) for ``seek_taken``."""
 
     def __init__(self, requests: Requests, *, policy: Callable[[], Policy],
-                 my_name: Callable[[], str], slots_used: Callable[[], int],
-                 stopping: Callable[[], bool], events_pending: Callable[[], bool],
+                 slots_used: Callable[[], int], stopping: Callable[[], bool],
                  settled: Callable[[], None]) -> None:
         self.requests = requests
         self.policy = policy
-        self.my_name = my_name
         self.slots_used = slots_used
         self.stopping = stopping
-        self.events_pending = events_pending  # events read but not dispatched yet?
         self.settled = settled  # called once the seeks are withdrawn while stopping
         self.wakeup = asyncio.Event()
         self.cursor = 0
         self.max_open = 5
-        # Stopping, the runner is done only once the server has let go of its seeks: a seek
-        # taken meanwhile starts a game (announced before the cancel's reply), played too.
+        self.open: dict[int, SeekSpec] = {}  # our seeks on the server, by id
+        self.leaving: dict[int, float] = {}  # taken as we cancelled them: seek_taken is due
+        self.taken_early: OrderedDict[int, str] = OrderedDict()  # seek_taken before its id
+        # Stopping, the runner is done only once the server has let go of its seeks.
         self.withdrawn = not policy().seeks
-        # This connection's seeks, counted: made, withdrawn, and turned into games. A seek
-        # neither withdrawn nor a game yet when stopping was taken: its game is on its way.
-        self.made = self.cancelled = self.games = 0
-        self.games_due_since: float | None = None
 
     def connected(self, limits: p.Limits | None) -> None:
-        """A new connection: it has no seeks yet."""
+        """A new connection: it has no seeks yet (a connection's seeks end with it)."""
         if limits is not None:
             self.max_open = limits.max_open_seeks
-        self.made = self.cancelled = self.games = 0
+        self.open.clear()
+        self.leaving.clear()
         self.wakeup.set()
 
     def disconnected_for_good(self) -> None:
         """No connection while stopping: a connection's seeks go with it."""
         self.withdrawn = True
 
-    def game_from_seek(self) -> None:
-        """A game started that no challenge explains: one of our seeks became it."""
-        self.games += 1
-        if self.stopping() and not self.withdrawn:
-            self.wakeup.set()  # perhaps the game it was waiting for
+    # -- events (clients.events) ---------------------------------------------------------------
+    def on_seek_taken(self, event: p.SeekTaken) -> None:
+        """One of our seeks became a game (whose ``game_started`` came first)."""
+        spec = self.open.pop(event.seek_id, None)
+        due = self.leaving.pop(event.seek_id, None)
+        if spec is None and due is None:  # paired at once: its seek_created is on its way
+            self.taken_early[event.seek_id] = event.game_id
+            while len(self.taken_early) > TAKEN_KEPT:
+                self.taken_early.popitem(last=False)
+        log.info("seek %d became game %s", event.seek_id, event.game_id)
+        self.wakeup.set()
 
+    # -- keeping them in line ------------------------------------------------------------------
     async def run(self, done: asyncio.Event) -> None:
         """Keep the seeks in line with the free slots until ``done``."""
         while not done.is_set():
-            await wait_event(self.wakeup, SEEK_REFRESH_S
-                             if self.games_due_since is None else 1.0)
+            await wait_event(self.wakeup, 1.0 if self.leaving else SEEK_REFRESH_S)
             self.wakeup.clear()
             if self.requests.conn is None or not self.policy().seeks:
                 continue
@@ -100,61 +106,60 @@ class SeekKeeper:
         """Make the open seeks on the server match what the free game slots call for."""
         policy = self.policy()
         specs = policy.seeks
+        stopping = self.stopping()
         free = policy.max_games - self.slots_used()
-        stopping = self.stopping()  # as of the listing below
         want = 0 if stopping else max(0, min(len(specs), free, self.max_open))
-        lobby = await self.requests.request(p.LobbySubscribe)
-        with contextlib.suppress(ServerError):
-            await self.requests.request(p.LobbyUnsubscribe)
-        assert isinstance(lobby, p.Lobby)
-        me = self.my_name().lower()
-        keep: list[SeekSpec] = []
-        for seek in [s for s in lobby.seeks if s.user.name.lower() == me]:
-            spec = next((s for s in specs if s.matches(seek.game, seek.options, seek.clock)
-                         and all(s is not k for k in keep)), None)
-            if spec is not None and len(keep) < want:
-                keep.append(spec)
-                continue
-            log.info("withdrawing seek %d (%s)", seek.seek_id, seek.game)
-            with contextlib.suppress(ServerError):  # not_found: taken meanwhile
-                await self.requests.request(p.CancelSeek, seek_id=seek.seek_id)
-                self.cancelled += 1
+        kept: list[SeekSpec] = []
+        for seek_id, spec in list(self.open.items()):
+            if len(kept) < want and spec in specs and all(spec is not k for k in kept):
+                kept.append(spec)
+            else:
+                await self._cancel(seek_id)
         if stopping:
             self._settle_stopping()
             return
-        await self._open(specs, keep, want)
+        await self._open(specs, kept, want)
+
+    async def _cancel(self, seek_id: int) -> None:
+        log.info("withdrawing seek %d", seek_id)
+        try:
+            await self.requests.request(p.CancelSeek, seek_id=seek_id)
+        except ServerError as e:
+            if e.code != p.ErrorCode.NOT_FOUND:
+                raise
+            if seek_id in self.open:  # taken: its game is starting, its seek_taken due
+                self.leaving[seek_id] = time.monotonic()
+        self.open.pop(seek_id, None)
 
     def _settle_stopping(self) -> None:
-        # Every seek of ours is gone from the lobby. One taken before the listing may not be
-        # a game yet (the server announces it once the game's first commit is done): wait
-        # for that many games, a while at most.
-        due = self.made - self.cancelled - self.games
         now = time.monotonic()
-        if due > 0 and self.games_due_since is None:
-            self.games_due_since = now
-        if due > 0 and now - (self.games_due_since or now) < GAME_DUE_WAIT_S:
-            log.info("stopping: %d game(s) from taken seeks still to start", due)
+        for seek_id in [s for s, since in self.leaving.items() if now - since > GAME_DUE_WAIT_S]:
+            log.warning("seek %d was taken but no game came of it", seek_id)
+            del self.leaving[seek_id]
+        if self.leaving:
+            log.info("stopping: %d game(s) from taken seeks still to start", len(self.leaving))
             return
-        self.games_due_since = None
         self.withdrawn = True
-        # A game started before the replies is in the events not yet dispatched, or already
-        # a game.
-        if not self.events_pending():
-            self.settled()
+        self.settled()
 
-    async def _open(self, specs: tuple[SeekSpec, ...], keep: list[SeekSpec], want: int) -> None:
+    async def _open(self, specs: tuple[SeekSpec, ...], kept: list[SeekSpec], want: int) -> None:
         for _ in range(len(specs)):
-            if len(keep) >= want:
+            if len(kept) >= want:
                 break
             spec = specs[self.cursor % len(specs)]
             self.cursor += 1
-            if any(k is spec for k in keep):
+            if any(k is spec for k in kept):
                 continue
-            if self.stopping() or self.policy().max_games - self.slots_used() <= len(keep):
+            if self.stopping() or self.policy().max_games - self.slots_used() <= len(kept):
                 break  # things changed while we were asking
             reply = await self.requests.request(p.Seek, game=spec.game, options=spec.options,
                                                 clock=spec.clock)
             assert isinstance(reply, p.SeekCreated)
-            self.made += 1
+            kept.append(spec)
+            game_id = self.taken_early.pop(reply.seek_id, None)
+            if game_id is not None:
+                log.info("seek %d (%s) was paired at once: game %s", reply.seek_id, spec,
+                         game_id)
+                continue
+            self.open[reply.seek_id] = spec
             log.info("seeking %s (seek %d)", spec, reply.seek_id)
-            keep.append(spec)

@@ -22,6 +22,7 @@ from clients.play.lobby import Lobby
 from clients.sdk.challenges import ChallengeDesk
 from clients.sdk.game import GameSession
 from clients.sdk.runner import EventRouter
+from clients.sdk.seeks import SeekKeeper
 
 ANN, BEN = p.User(name="ann", kind="human"), p.User(name="ben", kind="bot")
 
@@ -145,7 +146,7 @@ def test_help_wraps_between_words() -> None:
 # -- the event table ---------------------------------------------------------------------------
 def test_every_event_has_a_handler_in_the_client_and_the_sdk() -> None:
     assert events.missing_handlers((Games, Lobby, PlayClient)) == []
-    assert events.missing_handlers((EventRouter, ChallengeDesk)) == []
+    assert events.missing_handlers((EventRouter, ChallengeDesk, SeekKeeper)) == []
     assert events.missing_handlers((GameSession,),
                                    (*events.GAME_EVENT_TYPES, p.GameState)) == []
 
