@@ -28,6 +28,7 @@ from websockets.protocol import State as WsState
 
 import protocol as p
 
+from . import positions
 from .lobby import Member, Offer
 from .ratelimit import TokenBucket
 from .rooms import GameRoom, Seat, refuse
@@ -473,5 +474,8 @@ HANDLERS: dict[type, Handler] = {
     p.Chat: Session.on_chat, p.Watch: Session.on_watch, p.Unwatch: Session.on_unwatch,
     p.Resume: Session.on_resume, p.ListGames: Session.on_list_games,
     p.GetGame: Session.on_get_game,
+    p.GetBoard: positions.on_get_board,
+    p.GetPosition: positions.on_get_position,
+    p.CheckMove: positions.on_check_move,
 }
 """The handler of each request type (one table for every connection)."""
