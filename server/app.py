@@ -2,7 +2,8 @@
 
 :func:`run_server` is what ``tessera serve`` runs; :func:`running_server` is the same
 server as an async context manager for tests and tools. Plain HTTP on the same port serves
-``/healthz`` and ``/metrics``; websocket clients connect to ``/ws`` (or ``/``).
+``/healthz``, ``/metrics`` and the browser page (:mod:`server.web`); websocket clients
+connect to ``/ws`` (or ``/``).
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from websockets.http11 import Request, Response
 import engine
 import protocol as p
 
+from . import web
 from .accounts import Accounts
 from .clock import Clock, TimeControl, clock_from_wire
 from .config import Settings
+from .housebots import HouseBots, start_house_bots
 from .lobby import Lobby, Member, Offer
 from .metrics import Metrics
 from .ratelimit import TokenBucket
@@ -381,6 +384,8 @@ def _http(server: GameServer, connection: ServerConnection, request: Request
         headers = Headers([("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),
                            ("Content-Length", str(len(body)))])
         return Response(200, "OK", headers, body)
+    if (page := web.respond(request, server.settings)) is not None:
+        return page
     if path not in WS_PATHS:
         return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
     return None
@@ -388,11 +393,12 @@ def _http(server: GameServer, connection: ServerConnection, request: Request
 
 @dataclass
 class Running:
-    """A started server: its game server and the port it listens on."""
+    """A started server: its game server, the port it listens on, its house bots."""
 
     game_server: GameServer
     ws_server: Server
     port: int
+    house: HouseBots
 
 
 @asynccontextmanager
@@ -415,24 +421,23 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 gs.sessions.discard(session)
                 metrics.connections.dec()
 
-        origins: list[str | None] = [None, *(settings.origins or [])]
         async with websockets.serve(
             handler, settings.host, settings.port,
             process_request=lambda c, r: _http(gs, c, r),
             max_size=settings.max_frame_bytes, compression=None,
             ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
             close_timeout=settings.close_timeout,
-            origins=origins,  # type: ignore[arg-type]
-            max_queue=16, server_header=None,
+            max_queue=16, server_header=None,  # origins: checked by web.respond
         ) as ws_server:
             port = next(iter(ws_server.sockets)).getsockname()[1]
+            house = await start_house_bots(gs.store, settings.house_bots, settings.host, port)
             log.info("listening", extra={"host": settings.host, "port": port,
                                          "db": redact_url(settings.db_url),
                                          "games_in_progress": len(gs.rooms)})
             revocations = asyncio.create_task(
                 gs.enforce_revocations(settings.revocation_poll_s), name="tessera-revocations")
             try:
-                yield Running(gs, ws_server, port)
+                yield Running(gs, ws_server, port, house)
             finally:
                 revocations.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -441,6 +446,7 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                     room.close()
                 ws_server.close()  # closes every connection with 1001 (going away)
                 await ws_server.wait_closed()
+                await house.stop()
     log.info("stopped: everything acknowledged is stored")
 
 

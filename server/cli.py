@@ -29,7 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--sqlite-synchronous", choices=["FULL", "NORMAL"], default="FULL",
                        help="FULL (default): acknowledged moves survive power loss")
     serve.add_argument("--origin", action="append", default=[],
-                       help="allow browsers from this Origin (repeatable)")
+                       help="also allow browser pages from this Origin (repeatable; pages "
+                            "the server serves itself need none)")
+    serve.add_argument("--house-bots", default="", metavar="BOTS",
+                       help="bundled bots to run as players anyone can challenge, e.g. "
+                            "random,greedy,mcts")
     serve.add_argument("--grace", type=float, default=30.0,
                        help="seconds before a win can be claimed from an absent opponent")
     serve.add_argument("--max-frame", type=int, default=16 * 1024, help="bytes per message")
@@ -112,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             sqlite_synchronous=args.sqlite_synchronous,
                             origins=args.origin or None, grace_ms=int(args.grace * 1000),
                             max_frame_bytes=args.max_frame, conn_rate=args.rate,
-                            conn_burst=args.rate * 2)
+                            conn_burst=args.rate * 2,
+                            house_bots=[b for b in args.house_bots.split(",") if b.strip()])
         raise_fd_limit()
         with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
             runner.run(run_server(settings, args.ready_file))
