@@ -26,7 +26,14 @@ def seats_text(state: engine.State) -> str:
 
 def drawn(page: Page) -> str:
     """The cells the page's board shows, in the geometry's (the engine's) order."""
-    return str(page.eval_on_selector_all(".board .cell", "els => els.map(e => e.dataset.state).join('')"))
+    return str(page.eval_on_selector_all(".board .cell",
+                                         "els => els.map(e => e.dataset.state).join('')"))
+
+
+def cells_marked(page: Page, mark: str) -> set[str]:
+    """The names of the cells the board marks with class ``mark`` (legal, movable, last)."""
+    return set(page.eval_on_selector_all(f".board .cell.{mark}",
+                                         "els => els.map(e => e.dataset.cell)"))
 
 
 def wait_ply(page: Page, ply: int) -> None:
@@ -96,8 +103,12 @@ class Table:
     """A game between two pages, watched by others, as the engine sees it."""
 
     players: tuple[Page, Page]  # by seat
+    state: engine.State
     watchers: list[Page] = field(default_factory=list)
-    state: engine.State | None = None
+
+    @property
+    def mover(self) -> Page:
+        return self.players[self.state.to_move]
 
     @property
     def pages(self) -> list[Page]:
@@ -106,21 +117,17 @@ class Table:
     def play(self, move: str, *, drag: bool = False) -> None:
         """The player to move makes ``move`` by clicking; every page then shows the
         engine's position."""
-        assert self.state is not None
-        mover = self.players[self.state.to_move]
-        click_move(mover, self.state, move, drag=drag)
+        click_move(self.mover, self.state, move, drag=drag)
         self.state = self.state.play(move)
         self.check()
 
     def check(self) -> None:
-        assert self.state is not None
         for page in self.pages:
             wait_ply(page, self.state.ply)
             assert drawn(page) == seats_text(self.state), page.url
 
     def play_out(self, choose: Callable[[engine.State, random.Random], str],
                  rng: random.Random, *, limit: int = 400) -> None:
-        assert self.state is not None
         while not self.state.is_over and limit:
             self.play(choose(self.state, rng))
             limit -= 1
@@ -140,8 +147,7 @@ def start_by_seek(owner: Page, taker: Page, key: str, options: dict[str, Any],
         page.wait_for_selector(".board .cell")
         wait_ply(page, 0)
     by_seat = sorted((owner, taker), key=seat_of)
-    return Table((by_seat[0], by_seat[1]),
-                 state=engine.get_game(key).new(**options))
+    return Table((by_seat[0], by_seat[1]), engine.get_game(key).new(**options))
 
 
 def pick(kinds: Sequence[str]) -> Callable[[engine.State, random.Random], str]:

@@ -13,7 +13,7 @@ import protocol as p
 from clients.connection import Connection
 
 from .conftest import Tabs, WebServer, run
-from .pages import Table, drawn, pick, seats_text, start_by_seek, wait_ply
+from .pages import Table, cells_marked, drawn, pick, seats_text, start_by_seek, wait_ply
 
 
 async def stored_record(server: WebServer, game_id: str) -> p.Record:
@@ -28,7 +28,7 @@ async def stored_record(server: WebServer, game_id: str) -> p.Record:
 
 def finish(table: Table, server: WebServer, game_id: str) -> p.Record:
     """The game is over on every page, with the engine's winner, and stored as played."""
-    assert table.state is not None and table.state.is_over
+    assert table.state.is_over
     colours = table.state.game.players
     for page in table.pages:
         page.wait_for_selector(".game-page[data-status=over]")
@@ -50,15 +50,12 @@ def test_hadron_by_clicking_watched_by_a_spectator(tabs: Tabs, web_server: WebSe
     table.check()
     rng = random.Random(15)
     table.play_out(pick(["one"]), rng, limit=8)
-    legal = {str(m) for m in table.state.legal_moves()}  # type: ignore[union-attr]
-    mover = table.players[table.state.to_move]  # type: ignore[union-attr]
-    marked = mover.eval_on_selector_all(".cell.legal", "els => els.map(e => e.dataset.cell)")
-    assert set(marked) == legal  # the legal squares are the ones marked
-    shoot(mover, "hadron")
+    assert cells_marked(table.mover, "legal") == _texts(table.state)  # legal squares marked
+    shoot(table.mover, "hadron")
     table.play_out(pick(["one"]), rng)
     finish(table, web_server, game_id)
     moves = spectator.eval_on_selector_all(".move-list .mv", "els => els.map(e => e.textContent)")
-    assert moves == list(table.state.moves)  # type: ignore[union-attr]
+    assert moves == list(table.state.moves)
 
 
 def test_xodd_with_double_drops_and_passes(tabs: Tabs, web_server: WebServer,
@@ -70,8 +67,7 @@ def test_xodd_with_double_drops_and_passes(tabs: Tabs, web_server: WebServer,
     table.play("Bc3")
     # an illegal pair: the page asks the server and shows the engine's reason, no play
     state = table.state
-    assert state is not None
-    mover = table.players[state.to_move]
+    mover = table.mover
     bad = next(m for m in ("Wa1,Wa2", "Ba1,Bb1", "Wa5,Wb5")
                if not _legal(state, m))
     for drop in bad.split(","):
@@ -82,15 +78,15 @@ def test_xodd_with_double_drops_and_passes(tabs: Tabs, web_server: WebServer,
     assert mover.is_disabled(".move-input button.confirm")
     mover.click(".move-input button.clear")
     pairs = 0
-    while not table.state.is_over:  # type: ignore[union-attr]
-        move = pick(["pair"] if pairs < 4 else ["one"])(table.state, rng)  # type: ignore[arg-type]
+    while not table.state.is_over:
+        move = pick(["pair"] if pairs < 4 else ["one"])(table.state, rng)
         pairs += "," in move
-        if table.state.ply > 9:  # type: ignore[union-attr]
-            move = "pass" if "pass" in _texts(table.state) else move  # type: ignore[arg-type]
+        if table.state.ply > 9:
+            move = "pass" if "pass" in _texts(table.state) else move
         table.play(move)
-        if table.state.ply == 6:  # type: ignore[union-attr]
-            shoot(table.players[table.state.to_move], "xodd")  # type: ignore[union-attr]
-    assert pairs >= 3 and table.state.moves[-2:] == ("pass", "pass")  # type: ignore[union-attr]
+        if table.state.ply == 6:
+            shoot(table.mover, "xodd")
+    assert pairs >= 3 and table.state.moves[-2:] == ("pass", "pass")
     finish(table, web_server, game_id)
 
 
@@ -101,21 +97,19 @@ def test_hexifact_with_a_jump_by_drag_and_by_clicks(tabs: Tabs, web_server: WebS
     game_id = table.players[0].url.rsplit("/", 1)[1]
     rng = random.Random(7)
     jumps = 0
-    while jumps < 2 and not table.state.is_over:  # type: ignore[union-attr]
-        move = pick(["jump", "one"])(table.state, rng)  # type: ignore[arg-type]
+    while jumps < 2 and not table.state.is_over:
+        move = pick(["jump", "one"])(table.state, rng)
         if "-" in move:
-            mover = table.players[table.state.to_move]  # type: ignore[union-attr]
-            ringed = mover.eval_on_selector_all(".cell.movable", "els => els.map(e => e.dataset.cell)")
-            starts = {str(m).split("-")[0] for m in table.state.legal_moves() if "-" in str(m)}  # type: ignore[union-attr]
-            assert set(ringed) == starts  # the pieces that can jump are the ones ringed
+            starts = {m.split("-")[0] for m in _texts(table.state) if "-" in m}
+            assert cells_marked(table.mover, "movable") == starts  # the jumpers are ringed
             if jumps == 0:
-                shoot(mover, "hexifact")
+                shoot(table.mover, "hexifact")
             table.play(move, drag=jumps == 0)
             jumps += 1
         else:
             table.play(move)
     assert jumps == 2, "no jump came up"
-    while not table.state.is_over:  # type: ignore[union-attr]
+    while not table.state.is_over:
         table.play("pass")
     finish(table, web_server, game_id)
 
@@ -126,17 +120,17 @@ def test_yodd_to_its_end(tabs: Tabs, web_server: WebServer,
     table = start_by_seek(a, b, "yodd", {"size": 3})
     game_id = table.players[0].url.rsplit("/", 1)[1]
     rng = random.Random(11)
-    while not table.state.is_over:  # type: ignore[union-attr]
-        move = pick(["pair", "one"])(table.state, rng)  # type: ignore[arg-type]
-        if table.state.ply >= 8 and "pass" in _texts(table.state):  # type: ignore[arg-type,union-attr]
+    while not table.state.is_over:
+        move = pick(["pair", "one"])(table.state, rng)
+        if table.state.ply >= 8 and "pass" in _texts(table.state):
             move = "pass"
         table.play(move)
-        if table.state.ply == 5:  # type: ignore[union-attr]
-            shoot(table.players[table.state.to_move], "yodd")  # type: ignore[union-attr]
+        if table.state.ply == 5:
+            shoot(table.mover, "yodd")
     finish(table, web_server, game_id)
     for page in table.pages:
-        wait_ply(page, table.state.ply)  # type: ignore[union-attr]
-        assert drawn(page) == seats_text(table.state)  # type: ignore[arg-type]
+        wait_ply(page, table.state.ply)
+        assert drawn(page) == seats_text(table.state)
 
 
 def _texts(state: engine.State) -> set[str]:

@@ -58,7 +58,7 @@ export class Clocks {
       el.classList.toggle("running", seat === this.running);
       el.classList.toggle("low", ms !== null && ms < 10000);
       if (ms === null) delete el.dataset.ms;
-      else el.dataset.ms = String(Math.round(ms));
+      else el.dataset.ms = String(Math.floor(ms));
     }
   }
 

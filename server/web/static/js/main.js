@@ -201,7 +201,7 @@ class App {
 
   loginForm() {
     const name = h("input", { type: "text", name: "username", autocomplete: "username", required: true,
-                              minlength: "2", maxlength: "20", "aria-label": "user name", placeholder: "name" });
+                              "aria-label": "user name", placeholder: "name" });
     const pass = h("input", { type: "password", name: "password", autocomplete: "current-password", required: true,
                               maxlength: "128", "aria-label": "password", placeholder: "password" });
     const status = h("p", { class: "form-status", "aria-live": "polite" });
