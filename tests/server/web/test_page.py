@@ -97,7 +97,7 @@ def test_chat_and_names_are_shown_as_text(tabs: Tabs, web_server: WebServer) -> 
 
 
 def test_a_phone_plays_a_move(tabs: Tabs, web_server: WebServer,
-                              shoot: Callable[[Any, str], Path]) -> None:
+                              shoot: Callable[..., Path]) -> None:
     phone = tabs.open(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True,
                       device_scale_factor=2)
     desktop = tabs.open()
@@ -109,19 +109,21 @@ def test_a_phone_plays_a_move(tabs: Tabs, web_server: WebServer,
     assert board is not None and board["width"] <= 360
     cell = phone.locator('.board .cell[data-cell="a1"] .bg').bounding_box()
     assert cell is not None and min(cell["width"], cell["height"]) >= 40  # a fingertip
-    shoot(phone, "phone")
+    shoot(phone, "phone", whole=True)
     move = sorted(cells_marked(phone, "legal"))[0]
     phone.tap(f'.board .cell[data-cell="{move}"]')
     table.state = table.state.play(move)
     table.check()
 
 
-def test_play_the_computer_from_the_lobby(tabs: Tabs, web_server: WebServer) -> None:
+def test_play_the_computer_from_the_lobby(tabs: Tabs, web_server: WebServer,
+                                         shoot: Callable[..., Path]) -> None:
     page = tabs.open()
     login_as_guest(page)
     bot = page.locator('.bots li[data-user="random-bot"] button')
     bot.wait_for(timeout=60_000)  # the server starts its house bot with itself
     fill_offer(page, "hadron", {"size": 4}, "fischer", minutes=3, increment=2)
+    shoot(page, "lobby", whole=True)
     page.select_option("select[name=colour]", "0")
     bot.click()
     page.wait_for_selector(".board .cell")

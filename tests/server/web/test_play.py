@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import engine
 import protocol as p
@@ -41,7 +40,7 @@ def finish(table: Table, server: WebServer, game_id: str) -> p.Record:
 
 
 def test_hadron_by_clicking_watched_by_a_spectator(tabs: Tabs, web_server: WebServer,
-                                                   shoot: Callable[[Any, str], Path]) -> None:
+                                                   shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "hadron", {"size": 5}, "fischer", minutes=5, increment=3)
     game_id = table.players[0].url.rsplit("/", 1)[1]
@@ -59,7 +58,7 @@ def test_hadron_by_clicking_watched_by_a_spectator(tabs: Tabs, web_server: WebSe
 
 
 def test_xodd_with_double_drops_and_passes(tabs: Tabs, web_server: WebServer,
-                                           shoot: Callable[[Any, str], Path]) -> None:
+                                           shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "xodd", {"size": 5})
     game_id = table.players[0].url.rsplit("/", 1)[1]
@@ -91,7 +90,7 @@ def test_xodd_with_double_drops_and_passes(tabs: Tabs, web_server: WebServer,
 
 
 def test_hexifact_with_a_jump_by_drag_and_by_clicks(tabs: Tabs, web_server: WebServer,
-                                                    shoot: Callable[[Any, str], Path]) -> None:
+                                                    shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "hexifact", {"board": "hex3-4", "jumps": "after-placing"})
     game_id = table.players[0].url.rsplit("/", 1)[1]
@@ -115,7 +114,7 @@ def test_hexifact_with_a_jump_by_drag_and_by_clicks(tabs: Tabs, web_server: WebS
 
 
 def test_yodd_to_its_end(tabs: Tabs, web_server: WebServer,
-                         shoot: Callable[[Any, str], Path]) -> None:
+                         shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "yodd", {"size": 3})
     game_id = table.players[0].url.rsplit("/", 1)[1]

@@ -134,3 +134,21 @@ def test_reload_and_dropped_connection_resume_with_the_servers_clocks(
     for page in table.players:
         page.wait_for_selector(".game-page[data-status=over]")
         assert "resigned" in (page.text_content(".game-notice .result") or "")
+
+
+def test_a_player_who_left_can_be_claimed_against(tabs: Tabs, web_server: WebServer) -> None:
+    a, b = tabs.open(), tabs.open()
+    table = start_by_seek(a, b, "hadron", {"size": 3})
+    table.play("b2")
+    stayer, leaver = table.players
+    abort = stayer.locator(".game-actions button.abort")  # still waiting: abort is offered
+    assert abort.is_visible()
+    leaver.context.close()  # the opponent is gone (the server was started with --grace 2)
+    stayer.wait_for_selector(".game-notice .left")
+    claim = stayer.locator(".game-actions button.claim")
+    assert claim.is_disabled()  # not before the grace period is over
+    stayer.wait_for_selector(".game-actions button.claim:not([disabled])", timeout=10_000)
+    claim.click()
+    stayer.click(".game-actions button.claim.armed")
+    stayer.wait_for_selector(".game-page[data-status=over]")
+    assert "left the game" in (stayer.text_content(".game-notice .result") or "")

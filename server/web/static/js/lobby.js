@@ -245,7 +245,8 @@ export class LobbyView {
 
   _gameLink(g) {
     const info = this.conn.game(g.game) || { name: g.game, players: ["first", "second"] };
-    const line = g.status === "over" ? resultText(g.result, g.players, info.players) : `${g.ply} moves`;
+    const line = g.status === "over" ? resultText(g.result, g.players, info.players)
+      : `${g.ply} move${g.ply === 1 ? "" : "s"}`;
     return h("li", { dataset: { game: g.game_id } },
       h("a", { href: `/game/${g.game_id}`, "data-link": "" },
         h("span", { class: "players", text: `${userText(g.players[0])} – ${userText(g.players[1])}` }),

@@ -248,8 +248,8 @@ export class MoveInput {
     }
     if (!this.forms.drop && this.active && !this.status.textContent) {
       const how = [];
-      if (this.forms.place) how.push("click a cell marked with a dot");
-      if (this.forms.jump) how.push("move a ringed piece: click it, then where it lands (or drag it)");
+      if (this.forms.place) how.push("pick a cell marked with a dot");
+      if (this.forms.jump) how.push("move a ringed piece: pick it, then where it lands (or drag it)");
       if (how.length) this.say(`Your move: ${how.join(", or ")}.`);
     } else if (!this.forms.drop && !this.active) this.say("");
     if (this.forms.drop) {
