@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from clients.connection import Connection
 from server.storage import sqlite_url
 
 REPO = Path(__file__).resolve().parents[3]
@@ -50,6 +51,19 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to its end from a test (in a thread: Playwright owns this one's loop)."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+def ask(server: WebServer, kind: type[Any], **fields: Any) -> Any:
+    """One request to the server from a protocol client of the test's own; its reply."""
+
+    async def call() -> Any:
+        conn = await Connection.open(server.ws_url, client="web-test")
+        try:
+            return await conn.call(kind, **fields)
+        finally:
+            await conn.close()
+
+    return run(call())
 
 
 @dataclass

@@ -111,6 +111,10 @@ class Table:
         return self.players[self.state.to_move]
 
     @property
+    def game_id(self) -> str:
+        return game_id_of(self.players[0])
+
+    @property
     def pages(self) -> list[Page]:
         return [*self.players, *self.watchers]
 

@@ -9,23 +9,12 @@ from pathlib import Path
 
 import engine
 import protocol as p
-from clients.connection import Connection
 
-from .conftest import Tabs, WebServer, run
+from .conftest import Tabs, WebServer, ask
 from .pages import Table, cells_marked, drawn, pick, seats_text, start_by_seek, wait_ply
 
 
-async def stored_record(server: WebServer, game_id: str) -> p.Record:
-    conn = await Connection.open(server.ws_url, client="web-test")
-    try:
-        reply = await conn.call(p.GetGame, game_id=game_id)
-        assert isinstance(reply, p.GameRecord)
-        return reply.record
-    finally:
-        await conn.close()
-
-
-def finish(table: Table, server: WebServer, game_id: str) -> p.Record:
+def finish(table: Table, server: WebServer) -> p.Record:
     """The game is over on every page, with the engine's winner, and stored as played."""
     assert table.state.is_over
     colours = table.state.game.players
@@ -33,7 +22,9 @@ def finish(table: Table, server: WebServer, game_id: str) -> p.Record:
         page.wait_for_selector(".game-page[data-status=over]")
         result = page.text_content(".game-notice .result")
         assert result is not None and result.startswith(f"{colours[table.state.winner]} (")
-    record = run(stored_record(server, game_id))
+    reply = ask(server, p.GetGame, game_id=table.game_id)
+    assert isinstance(reply, p.GameRecord)
+    record = reply.record
     assert [m.move for m in record.moves] == list(table.state.moves)
     assert record.result == p.Result(winner=table.state.winner, reason="normal")
     return record
@@ -43,8 +34,7 @@ def test_hadron_by_clicking_watched_by_a_spectator(tabs: Tabs, web_server: WebSe
                                                    shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "hadron", {"size": 5}, "fischer", minutes=5, increment=3)
-    game_id = table.players[0].url.rsplit("/", 1)[1]
-    spectator = tabs.open(f"/game/{game_id}")
+    spectator = tabs.open(f"/game/{table.game_id}")
     table.watchers.append(spectator)
     table.check()
     rng = random.Random(15)
@@ -52,7 +42,7 @@ def test_hadron_by_clicking_watched_by_a_spectator(tabs: Tabs, web_server: WebSe
     assert cells_marked(table.mover, "legal") == _texts(table.state)  # legal squares marked
     shoot(table.mover, "hadron")
     table.play_out(pick(["one"]), rng)
-    finish(table, web_server, game_id)
+    finish(table, web_server)
     moves = spectator.eval_on_selector_all(".move-list .mv", "els => els.map(e => e.textContent)")
     assert moves == list(table.state.moves)
 
@@ -61,7 +51,6 @@ def test_xodd_with_double_drops_and_passes(tabs: Tabs, web_server: WebServer,
                                            shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "xodd", {"size": 5})
-    game_id = table.players[0].url.rsplit("/", 1)[1]
     rng = random.Random(5)
     table.play("Bc3")
     # an illegal pair: the page asks the server and shows the engine's reason, no play
@@ -86,14 +75,13 @@ def test_xodd_with_double_drops_and_passes(tabs: Tabs, web_server: WebServer,
         if table.state.ply == 6:
             shoot(table.mover, "xodd")
     assert pairs >= 3 and table.state.moves[-2:] == ("pass", "pass")
-    finish(table, web_server, game_id)
+    finish(table, web_server)
 
 
 def test_hexifact_with_a_jump_by_drag_and_by_clicks(tabs: Tabs, web_server: WebServer,
                                                     shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "hexifact", {"board": "hex3-4", "jumps": "after-placing"})
-    game_id = table.players[0].url.rsplit("/", 1)[1]
     rng = random.Random(7)
     jumps = 0
     while jumps < 2 and not table.state.is_over:
@@ -110,14 +98,13 @@ def test_hexifact_with_a_jump_by_drag_and_by_clicks(tabs: Tabs, web_server: WebS
     assert jumps == 2, "no jump came up"
     while not table.state.is_over:
         table.play("pass")
-    finish(table, web_server, game_id)
+    finish(table, web_server)
 
 
 def test_yodd_to_its_end(tabs: Tabs, web_server: WebServer,
                          shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "yodd", {"size": 3})
-    game_id = table.players[0].url.rsplit("/", 1)[1]
     rng = random.Random(11)
     while not table.state.is_over:
         move = pick(["pair", "one"])(table.state, rng)
@@ -126,7 +113,7 @@ def test_yodd_to_its_end(tabs: Tabs, web_server: WebServer,
         table.play(move)
         if table.state.ply == 5:
             shoot(table.mover, "yodd")
-    finish(table, web_server, game_id)
+    finish(table, web_server)
     for page in table.pages:
         wait_ply(page, table.state.ply)
         assert drawn(page) == seats_text(table.state)

@@ -9,12 +9,11 @@ from typing import Any
 
 import engine
 import protocol as p
-from clients.connection import Connection
 from clients.records import format_record, from_json, record_from_wire
 from tests.server.support import Clients, start_game
 
-from .conftest import Tabs, WebServer, run
-from .pages import cells_marked, drawn, game_id_of, pick, seats_text, start_by_seek, wait_ply
+from .conftest import Tabs, WebServer, ask, run
+from .pages import cells_marked, drawn, pick, seats_text, start_by_seek, wait_ply
 
 
 async def stored_game(server: WebServer, key: str, options: dict[str, Any], seed: int
@@ -34,16 +33,6 @@ async def stored_game(server: WebServer, key: str, options: dict[str, Any], seed
         return await game.record(), states
     finally:
         await clients.close_all()
-
-
-async def snapshot(server: WebServer, game_id: str) -> p.Snapshot:
-    conn = await Connection.open(server.ws_url, client="web-test")
-    try:
-        reply = await conn.call(p.Watch, game_id=game_id)
-        assert isinstance(reply, p.GameState)
-        return reply.game
-    finally:
-        await conn.close()
 
 
 def test_replay_steps_through_a_stored_game(tabs: Tabs, web_server: WebServer) -> None:
@@ -105,13 +94,14 @@ def test_reload_and_dropped_connection_resume_with_the_servers_clocks(
     rng = random.Random(21)
     for _ in range(3):
         table.play(pick(["one"])(table.state, rng))
-    game_id = game_id_of(a)
     waiting = table.players[0]  # seat 1 is to move: seat 0's clock stands still
     waiting.wait_for_timeout(700)
     waiting.reload()
     wait_ply(waiting, 3)
     assert drawn(waiting) == seats_text(table.state)
-    snap = run(snapshot(web_server, game_id))
+    watched = ask(web_server, p.Watch, game_id=table.game_id)
+    assert isinstance(watched, p.GameState)
+    snap = watched.game
     assert snap.status == "playing" and snap.to_move == 1 and snap.clocks_ms is not None
     clock = lambda seat: int(waiting.get_attribute(f'.clock[data-seat="{seat}"]', "data-ms"))  # noqa: E731
     assert clock(0) == snap.clocks_ms[0]  # the server's figure, to the millisecond
