@@ -131,7 +131,7 @@ class Arena:
     entrants: list[Entrant]
     specs: list[GameSpec]
     games: int
-    clock: p.Clock
+    clock: p.TimeControl
     move_time_ms: int | None
     jobs: int = 1
     seed: int | None = None
@@ -330,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _default_clock(move_time_ms: int | None) -> p.Clock:
+def _default_clock(move_time_ms: int | None) -> p.TimeControl:
     per_move = max(2000, 10 * (move_time_ms or 1000))
     return p.PerMove(per_move_ms=min(per_move, 24 * 3600 * 1000))
 

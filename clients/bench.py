@@ -488,9 +488,11 @@ def _run_loadgens(mode: str, url: str, workdir: Path, shares: list[int], seconds
 
 def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = None
            ) -> tuple[Proc, str]:
-    """The server as shipped; with ``stages``, timed stage by stage (``server.movecost``)."""
+    """The server as shipped; with ``stages``, timed stage by stage by
+    ``tests/tools/movecost.py`` (from a source checkout: the tool is not installed)."""
     db_url = f"sqlite+aiosqlite:///{workdir / (name + '.db')}"
-    module = ["-m", "server"] if stages is None else ["-m", "server.movecost", str(stages)]
+    module = (["-m", "server"] if stages is None
+              else ["-m", "tests.tools.movecost", str(stages)])
     args = [*module, "serve", "--port", "0", "--db", db_url,
             "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning"]
     if loop is not None:
@@ -554,7 +556,7 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
 
 
 def _breakdown(stages: Path, moves: int) -> dict[str, float]:
-    """Server CPU microseconds per move, by stage (see server/movecost.py)."""
+    """Server CPU microseconds per move, by stage (see server/stages.py)."""
     timed = json.loads(stages.read_text())
     per_move = {stage: ns / 1000 / max(1, moves) for stage, ns in timed["stages_ns"].items()}
     total = timed["cpu_ns"] / 1000 / max(1, moves)
@@ -636,7 +638,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loop", choices=["asyncio", "uvloop"], default=None,
                         help="the server's event loop (default: what 'tessera serve' uses)")
     parser.add_argument("--breakdown", action="store_true",
-                        help="also time the server stage by stage (server/movecost.py)")
+                        help="also time the server stage by stage (server/stages.py; needs a "
+                             "source checkout, for tests/tools/movecost.py)")
     parser.add_argument("--idle", type=int, default=0,
                         help="instead: hold this many idle authenticated connections")
     parser.add_argument("--seed", type=int, default=1)

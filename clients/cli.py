@@ -1,7 +1,8 @@
 """The ``tessera`` command: one entry point for operators, players and bot authors.
 
-Server commands (``serve``, ``db``, ``admin``) run ``python -m server`` in this process's
-place, so this package never imports the server (the layering holds at import level).
+Server commands (``serve``, ``db``, ``admin``, ``dump``, ``cluster``) run ``python -m server``
+in this process's place, so this package never imports the server (the layering holds at
+import level).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-SERVER_COMMANDS = {"serve", "db", "admin", "dump"}
+SERVER_COMMANDS = {"serve", "db", "admin", "dump", "cluster"}
 # command -> (module in clients, one-line help)
 CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("clients.play", "the interactive terminal client"),
@@ -32,6 +33,7 @@ server:
   db upgrade   apply database migrations
   admin        create users and bot accounts, manage tokens
   dump         print stored match records as JSON lines
+  cluster status  the nodes of a cluster, their games and last heartbeats
 """
 
 

@@ -25,7 +25,7 @@ class GameView:
     game_id: str
     game: str
     options: dict[str, int | str]
-    clock: p.Clock
+    clock: p.TimeControl
     players: tuple[p.User, p.User]
     status: str
     state: engine.State

@@ -22,7 +22,7 @@ from typing import Any
 import engine
 import protocol as p
 
-DEFAULT_CLOCK: p.Clock = p.Fischer(base_ms=300_000, increment_ms=3_000)
+DEFAULT_CLOCK: p.TimeControl = p.Fischer(base_ms=300_000, increment_ms=3_000)
 
 _NUMBER = r"\d+(?:\.\d+)?"
 _UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000}
@@ -38,7 +38,7 @@ class Offer:
 
     game: str
     options: dict[str, int | str] = field(default_factory=dict)
-    clock: p.Clock = DEFAULT_CLOCK
+    clock: p.TimeControl = DEFAULT_CLOCK
     color: Any = "random"  # "random", 0 or 1 (protocol.Color)
 
 
@@ -62,7 +62,7 @@ def _ms(amount: str, unit: str) -> int:
     return round(float(amount) * _UNITS_MS[unit])
 
 
-def parse_clock(text: str) -> p.Clock:
+def parse_clock(text: str) -> p.TimeControl:
     """A time control in the client's notation (see the module docstring)."""
     t = text.strip().lower()
     try:
@@ -100,7 +100,7 @@ def parse_offer(words: Sequence[str], *, allow_color: bool = False) -> Offer:
         raise OfferError("which game? one of " + ", ".join(engine.GAMES))
     game = find_game(words[0])
     raw: dict[str, str] = {}
-    clock: p.Clock | None = None
+    clock: p.TimeControl | None = None
     color: Any = "random"
     for word in words[1:]:
         name, eq, value = word.partition("=")

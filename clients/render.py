@@ -90,7 +90,7 @@ def _seconds(ms: int) -> str:
     return f"{whole}.{frac:03d}".rstrip("0").rstrip(".") if frac else str(whole)
 
 
-def format_clock(clock: p.Clock) -> str:
+def format_clock(clock: p.TimeControl) -> str:
     """A time control as players write it: ``5+3``, ``30s/move``, ``3d/move``, ``-``."""
     if isinstance(clock, p.Fischer):
         minutes, rest = divmod(clock.base_ms, 60_000)
@@ -107,20 +107,11 @@ def format_options(options: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in options.items())
 
 
-def describe_offer(game: str, options: Mapping[str, Any], clock: p.Clock) -> str:
+def describe_offer(game: str, options: Mapping[str, Any], clock: p.TimeControl) -> str:
     """``Hadron size=5 5+3``: a seek's or challenge's game, options and clock."""
     name = engine.get_game(game).name if game in engine.GAMES else game
     opts = format_options(options)
     return f"{name}{' ' + opts if opts else ''} {format_clock(clock)}"
-
-
-def clock_from_dict(data: Mapping[str, Any]) -> p.Clock:
-    """A time control's wire form (as records keep it) as a protocol Clock."""
-    fields = {k: v for k, v in data.items() if k != "kind"}
-    kinds: dict[str, type[p.Clock]] = {
-        "fischer": p.Fischer, "per_move": p.PerMove,
-        "correspondence": p.Correspondence, "unlimited": p.Unlimited}
-    return kinds[data["kind"]](**fields)
 
 
 def _value_text(value: Any, nested: bool = False) -> str:

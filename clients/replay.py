@@ -85,7 +85,7 @@ class Replayer:
         name = engine.get_game(r.game).name
         ident = f" {r.game_id}" if r.game_id else ""
         opts = render.format_options(r.options)
-        clock = render.format_clock(render.clock_from_dict(r.time_control))
+        clock = render.format_clock(p.time_control_from_map(r.time_control))
         return (f"Replay{ident} | {name} {opts} | {clock} | "
                 f"{r.players[0]} vs {r.players[1]}")
 

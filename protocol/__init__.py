@@ -10,7 +10,8 @@ nothing of sockets or asyncio: the server and the clients are thin adapters arou
     assert decode_client(frame) == Move(id=3, game_id="k3v9q2x7ma", ply=4, move="c3")
 
 Modules: :mod:`~protocol.messages` (every message, the unions), :mod:`~protocol.values`
-(clocks, snapshots, records, ...), :mod:`~protocol.codec` (encode/decode),
+(snapshots, records, ...), :mod:`~protocol.timecontrol`
+(time controls: kinds, arithmetic, notation), :mod:`~protocol.codec` (encode/decode),
 :mod:`~protocol.errors` (ErrorCode, ProtocolError and its hierarchy),
 :mod:`~protocol.session` (connection phases, ServerSession), :mod:`~protocol.client`
 (request ids, event order), :mod:`~protocol.games` (the engine registry on the wire),
@@ -103,26 +104,43 @@ from protocol.messages import (
     SeekAdded,
     SeekCreated,
     SeekRemoved,
+    SeekTaken,
     ServerMessage,
     Unwatch,
     Watch,
     Welcome,
     error_reply,
 )
-from protocol.session import ACCEPTED_IN, TRANSITIONS, Phase, ServerSession, check_phase
-from protocol.values import (
-    Clock,
+from protocol.phases import Phase
+from protocol.session import (
+    ACCEPTED_IN,
+    TRANSITIONS,
+    ServerSession,
+    check_phase,
+    event_frame,
+    trusted_event_frame,
+)
+from protocol.timecontrol import (
     Correspondence,
     Fischer,
+    PerMove,
+    TimeControl,
+    TimeControlSyntaxError,
+    Unlimited,
+    format_duration_ms,
+    format_time_control,
+    parse_duration_ms,
+    parse_time_control,
+    time_control_from_map,
+)
+from protocol.values import (
     Limits,
     OpenSeek,
-    PerMove,
     PlayedMove,
     Record,
     Result,
     Snapshot,
     Summary,
-    Unlimited,
     User,
 )
 
@@ -160,7 +178,6 @@ __all__ = [
     "CheckMove",
     "ClaimWin",
     "ClientMessage",
-    "Clock",
     "Correspondence",
     "DeclineChallenge",
     "ErrorCode",
@@ -218,10 +235,13 @@ __all__ = [
     "SeekAdded",
     "SeekCreated",
     "SeekRemoved",
+    "SeekTaken",
     "ServerMessage",
     "ServerSession",
     "Snapshot",
     "Summary",
+    "TimeControl",
+    "TimeControlSyntaxError",
     "Unlimited",
     "UnsupportedVersion",
     "Unwatch",
@@ -235,4 +255,11 @@ __all__ = [
     "encode",
     "encode_trusted",
     "error_reply",
+    "event_frame",
+    "format_duration_ms",
+    "format_time_control",
+    "parse_duration_ms",
+    "parse_time_control",
+    "time_control_from_map",
+    "trusted_event_frame",
 ]

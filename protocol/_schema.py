@@ -290,7 +290,7 @@ class TupleConverter(Converter):
     def _items(self, value: object, path: str, kinds: tuple[type, ...]) -> list[object]:
         if not isinstance(value, kinds):
             fail(path, self.expected, value)
-        items = list(value)  # type: ignore[call-overload]
+        items: list[object] = list(value)  # type: ignore[call-overload]
         if not self.bound.min_len <= len(items) <= self.bound.max_len:
             raise InvalidMessage(f"{path}: expected {self.expected}, got {len(items)} items")
         return items
@@ -487,7 +487,10 @@ class StructConverter(Converter):
         loaded: list[tuple[str, Any]] = []
         for (name, wire, conv, required), field_path in zip(self.fields, paths, strict=True):
             if wire in value:
-                loaded.append((name, conv.load(value[wire], field_path)))
+                field_value = value[wire]
+                if field_value is not None or required:
+                    loaded.append((name, conv.load(field_value, field_path)))
+                # nil for an optional field means the same as leaving it out
             elif required:
                 raise InvalidMessage(f"{path}: missing field {wire!r}")
         return self._build_loaded(loaded)

@@ -62,13 +62,13 @@ _PACKERS = _Packers()
 
 def encode(message: Message) -> bytes:
     """The frame for ``message``: deterministic msgpack bytes."""
-    return cast(bytes, _PACKERS.packer.pack(message.to_wire()))
+    return _PACKERS.packer.pack(message.to_wire())
 
 
 def encode_trusted(cls: type[Message], **fields: Any) -> bytes:
     """The frame of ``cls.trusted(**fields)``, without building the message: for the
     server's own events on the path of every move (see :meth:`Struct.trusted`)."""
-    return cast(bytes, _PACKERS.packer.pack(struct_converter(cls).trusted_wire(fields)))
+    return _PACKERS.packer.pack(struct_converter(cls).trusted_wire(fields))
 
 
 def decode_client(

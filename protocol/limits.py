@@ -34,6 +34,7 @@ MAX_LISTED_MOVES = 1000
 """A position's legal moves are listed (``position.legal_moves``) when at most this many."""
 
 MAX_CHAT_CHARS = 500
+MAX_NOTE_CHARS = 200  # a short note: why a challenge was declined
 MAX_MOVE_CHARS = 32
 MAX_PASSWORD_CHARS = 128
 MIN_REGISTER_PASSWORD_CHARS = 8

@@ -27,18 +27,20 @@ from protocol.limits import (
     MAX_ERROR_MESSAGE_CHARS,
     MAX_LIST_LIMIT,
     MAX_LISTED_MOVES,
+    MAX_NOTE_CHARS,
     MAX_PASSWORD_CHARS,
     MAX_SAFE_INT,
     MAX_SOFTWARE_CHARS,
     MIN_REGISTER_PASSWORD_CHARS,
 )
+from protocol.phases import AUTHENTICATED, CONNECTED, GREETED, GREETED_OR_LATER, Phase
+from protocol.timecontrol import TimeControl
 from protocol.values import (
     MAX_LISTED,
     CellName,
     Cells,
     ChallengeEnd,
     ChallengeId,
-    Clock,
     ClocksMs,
     Color,
     Cursor,
@@ -77,13 +79,24 @@ NewPassword = Annotated[str, Text(MIN_REGISTER_PASSWORD_CHARS, MAX_PASSWORD_CHAR
 ChatText = Annotated[str, Text(1, MAX_CHAT_CHARS)]
 CodeText = Annotated[str, Text(1, 64, pattern=r"[a-z][a-z0-9_]*")]
 ErrorText = Annotated[str, Text(0, MAX_ERROR_MESSAGE_CHARS)]
+Note = Annotated[str, Text(1, MAX_NOTE_CHARS)]
 
 
 class Message(Struct):
-    """Base of all messages: tagged by ``"t"``."""
+    """Base of all messages: tagged by ``"t"``.
+
+    A client message declares, beside its fields, the connection phases it is accepted in
+    (``PHASES``), the tags of its success replies (``REPLIES``; any request may get
+    ``error`` instead) and, if its success moves the connection to another phase, that
+    phase (``MOVES_TO``). The session's tables and the server's dispatch are derived from
+    these declarations.
+    """
 
     __slots__ = ()
     TAG_KEY: ClassVar[str] = "t"
+    PHASES: ClassVar[frozenset[Phase]] = frozenset()
+    REPLIES: ClassVar[tuple[str, ...]] = ()
+    MOVES_TO: ClassVar[Phase | None] = None
 
 
 # Client -> server ---------------------------------------------------------------------------
@@ -94,6 +107,9 @@ class Hello(Message):
     """First frame of a connection: the protocol version the client speaks."""
 
     TAG = "hello"
+    PHASES = CONNECTED
+    REPLIES = ("welcome",)
+    MOVES_TO = Phase.GREETED
     id: RequestId
     version: Version
     client: Software = ""
@@ -104,6 +120,9 @@ class Register(Message):
     """Create an account and log in as it."""
 
     TAG = "register"
+    PHASES = GREETED
+    REPLIES = ("authed",)
+    MOVES_TO = Phase.AUTHENTICATED
     id: RequestId
     username: Username
     password: NewPassword
@@ -114,6 +133,9 @@ class Login(Message):
     """Log in with a username and password."""
 
     TAG = "login"
+    PHASES = GREETED
+    REPLIES = ("authed",)
+    MOVES_TO = Phase.AUTHENTICATED
     id: RequestId
     username: Username
     password: Password
@@ -124,6 +146,9 @@ class Guest(Message):
     """Log in as a new guest with a generated name."""
 
     TAG = "guest"
+    PHASES = GREETED
+    REPLIES = ("authed",)
+    MOVES_TO = Phase.AUTHENTICATED
     id: RequestId
 
 
@@ -132,6 +157,9 @@ class AuthToken(Message):
     """Log in with a bot API token or a session token from an earlier ``authed``."""
 
     TAG = "auth_token"
+    PHASES = GREETED
+    REPLIES = ("authed",)
+    MOVES_TO = Phase.AUTHENTICATED
     id: RequestId
     token: Token
 
@@ -141,6 +169,9 @@ class Logout(Message):
     """End the login (the connection stays open) and revoke its session token."""
 
     TAG = "logout"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    MOVES_TO = Phase.GREETED
     id: RequestId
 
 
@@ -149,6 +180,8 @@ class LobbySubscribe(Message):
     """Get the lobby (seeks, players online) and its changes from now on."""
 
     TAG = "lobby_subscribe"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("lobby",)
     id: RequestId
 
 
@@ -157,6 +190,8 @@ class LobbyUnsubscribe(Message):
     """Stop lobby events."""
 
     TAG = "lobby_unsubscribe"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("ok",)
     id: RequestId
 
 
@@ -165,10 +200,12 @@ class Seek(Message):
     """Offer a game to anyone; ``options`` are normalised (defaults filled) when built."""
 
     TAG = "seek"
+    PHASES = AUTHENTICATED
+    REPLIES = ("seek_created",)
     id: RequestId
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
 
     def _check(self) -> None:
         set_field(self, "options", normalize_options("seek", self.game, self.options))
@@ -179,6 +216,8 @@ class CancelSeek(Message):
     """Withdraw one's own open seek."""
 
     TAG = "cancel_seek"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     seek_id: SeekId
 
@@ -188,6 +227,8 @@ class AcceptSeek(Message):
     """Take another user's open seek: the game starts."""
 
     TAG = "accept_seek"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     seek_id: SeekId
 
@@ -197,11 +238,13 @@ class Challenge(Message):
     """Offer a game to one online user; ``color`` is the seat the challenger takes."""
 
     TAG = "challenge"
+    PHASES = AUTHENTICATED
+    REPLIES = ("challenge_created",)
     id: RequestId
     to: Username
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
     color: Color = "random"
 
     def _check(self) -> None:
@@ -213,6 +256,8 @@ class AcceptChallenge(Message):
     """Accept a challenge addressed to oneself: the game starts."""
 
     TAG = "accept_challenge"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     challenge_id: ChallengeId
 
@@ -222,8 +267,12 @@ class DeclineChallenge(Message):
     """Refuse a challenge addressed to oneself."""
 
     TAG = "decline_challenge"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     challenge_id: ChallengeId
+    message: Note | None = None
+    """Why, for the challenger (e.g. "I play only Hadron"): sent on in ``challenge_ended``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,6 +280,8 @@ class CancelChallenge(Message):
     """Withdraw one's own challenge."""
 
     TAG = "cancel_challenge"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     challenge_id: ChallengeId
 
@@ -240,6 +291,8 @@ class Move(Message):
     """Play ``move`` (text notation) as the move at ``ply`` (moves already played)."""
 
     TAG = "move"
+    PHASES = AUTHENTICATED
+    REPLIES = ("move_ack",)
     id: RequestId
     game_id: GameId
     ply: Ply
@@ -251,6 +304,8 @@ class Resign(Message):
     """Give up a game: the opponent wins."""
 
     TAG = "resign"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
 
@@ -260,6 +315,8 @@ class Abort(Message):
     """End a game that is still ``waiting`` with no winner."""
 
     TAG = "abort"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
 
@@ -269,6 +326,8 @@ class ClaimWin(Message):
     """Win a game whose opponent left and did not come back within ``claim_after_ms``."""
 
     TAG = "claim_win"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
 
@@ -278,6 +337,8 @@ class Chat(Message):
     """Say something in a game one plays."""
 
     TAG = "chat"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
     text: ChatText
@@ -288,6 +349,8 @@ class Watch(Message):
     """Spectate a game: its snapshot, then its events."""
 
     TAG = "watch"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("game_state",)
     id: RequestId
     game_id: GameId
 
@@ -297,6 +360,8 @@ class Unwatch(Message):
     """Stop a game's events."""
 
     TAG = "unwatch"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
 
@@ -306,6 +371,8 @@ class Resume(Message):
     """(Re)attach to a game after a reconnect: the events after ``since_seq``."""
 
     TAG = "resume"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("ok", "game_state")
     id: RequestId
     game_id: GameId
     since_seq: SinceSeq
@@ -316,6 +383,8 @@ class ListGames(Message):
     """A page of games, newest first, filtered; ``cursor`` continues a previous page."""
 
     TAG = "list_games"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("game_list",)
     id: RequestId
     player: Username | None = None
     game: GameKey | None = None
@@ -334,6 +403,8 @@ class GetGame(Message):
     """The full record of one game, finished or not."""
 
     TAG = "get_game"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("game_record",)
     id: RequestId
     game_id: GameId
 
@@ -343,6 +414,8 @@ class GetBoard(Message):
     """A board's geometry for a game and its options: what a client draws it from."""
 
     TAG = "get_board"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("board",)
     id: RequestId
     game: GameKey
     options: Options
@@ -356,6 +429,8 @@ class GetPosition(Message):
     """A game's position after ``ply`` moves (default: all of them so far)."""
 
     TAG = "get_position"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("position",)
     id: RequestId
     game_id: GameId
     ply: Ply | None = None
@@ -366,6 +441,8 @@ class CheckMove(Message):
     """Would ``move`` be legal after ``ply`` moves of a game? Nothing is played."""
 
     TAG = "check_move"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("move_check",)
     id: RequestId
     game_id: GameId
     ply: Ply
@@ -377,6 +454,8 @@ class Ping(Message):
     """Application-level liveness check and round-trip measurement."""
 
     TAG = "ping"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("pong",)
     id: RequestId
 
 
@@ -689,7 +768,7 @@ class ChallengeReceived(Message):
     from_: User
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
     color: Color
 
 
@@ -700,6 +779,8 @@ class ChallengeEnded(Message):
     TAG = "challenge_ended"
     challenge_id: ChallengeId
     reason: ChallengeEnd
+    message: Note | None = None
+    """Why, in the words of whoever ended it (a decline's ``message``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -716,6 +797,16 @@ class SeekRemoved(Message):
 
     TAG = "seek_removed"
     seek_id: SeekId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeekTaken(Message):
+    """To a seek's owner: the seek became this game (sent after the game's ``game_started``;
+    for a seek paired at once, before the ``seek_created`` reply)."""
+
+    TAG = "seek_taken"
+    seek_id: SeekId
+    game_id: GameId
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -758,6 +849,7 @@ Event = (
     | ChallengeEnded
     | SeekAdded
     | SeekRemoved
+    | SeekTaken
     | PlayerOnline
     | PlayerOffline
 )
@@ -774,34 +866,8 @@ SERVER_MESSAGES: dict[str, type[Message]] = _by_tag(ServerMessage)
 """Server message classes by their ``"t"``."""
 
 REPLIES: dict[type[Message], tuple[type[Message], ...]] = {
-    Hello: (Welcome,),
-    Register: (Authed,),
-    Login: (Authed,),
-    Guest: (Authed,),
-    AuthToken: (Authed,),
-    Logout: (Ok,),
-    LobbySubscribe: (Lobby,),
-    LobbyUnsubscribe: (Ok,),
-    Seek: (SeekCreated,),
-    CancelSeek: (Ok,),
-    AcceptSeek: (Ok,),
-    Challenge: (ChallengeCreated,),
-    AcceptChallenge: (Ok,),
-    DeclineChallenge: (Ok,),
-    CancelChallenge: (Ok,),
-    Move: (MoveAck,),
-    Resign: (Ok,),
-    Abort: (Ok,),
-    ClaimWin: (Ok,),
-    Chat: (Ok,),
-    Watch: (GameState,),
-    Unwatch: (Ok,),
-    Resume: (Ok, GameState),
-    ListGames: (GameList,),
-    GetGame: (GameRecord,),
-    GetBoard: (Board,),
-    GetPosition: (Position,),
-    CheckMove: (MoveCheck,),
-    Ping: (Pong,),
+    cls: tuple(SERVER_MESSAGES[tag] for tag in cls.REPLIES)
+    for cls in CLIENT_MESSAGES.values()
 }
-"""The success reply (or replies) of each request; any request may get ``error``."""
+"""The success reply (or replies) of each request, from its declaration; any request may
+get ``error`` instead."""

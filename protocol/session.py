@@ -1,8 +1,7 @@
 """The lifecycle of one connection, as tables: what each phase accepts, how phases change.
 
-    connected --hello ok--> greeted --register|login|guest|auth_token ok--> authenticated
-                               ^                                                |
-                               +------------------- logout ok ------------------+
+The phases are in :mod:`protocol.phases`; each client message declares the phases it is
+accepted in and the phase its success moves to, and the tables here are derived from them.
 
 A request in the wrong phase is refused with the code that says why: ``bad_request``
 before ``hello`` (or a second ``hello``), ``unauthorized`` for an action that needs a
@@ -10,108 +9,38 @@ login, ``conflict`` for a login while logged in. A phase changes when a request 
 moves it *succeeds*, i.e. when its success reply is sent.
 
 :class:`ServerSession` applies these tables around the codec, so a server's connection
-handler only feeds it frames and replies. It does no I/O.
+handler only feeds it frames and replies: every frame a server sends is made here
+(``send``, ``send_trusted``, ``event_frame``, ``trusted_event_frame``). It does no I/O.
 """
 
 from __future__ import annotations
 
-import enum
+from typing import Any
 
-from protocol.codec import decode_client, encode
+from protocol.codec import decode_client, encode, encode_trusted
 from protocol.errors import BadRequest, ErrorCode, ProtocolError
 from protocol.limits import MAX_CLIENT_FRAME_BYTES
 from protocol.messages import (
-    Abort,
-    AcceptChallenge,
-    AcceptSeek,
-    AuthToken,
-    CancelChallenge,
-    CancelSeek,
-    Challenge,
-    Chat,
-    CheckMove,
-    ClaimWin,
+    CLIENT_MESSAGES,
     ClientMessage,
-    DeclineChallenge,
     ErrorReply,
-    GetBoard,
-    GetGame,
-    GetPosition,
-    Guest,
+    Event,
     Hello,
-    ListGames,
-    LobbySubscribe,
-    LobbyUnsubscribe,
-    Login,
-    Logout,
     Message,
-    Move,
-    Ping,
-    Register,
-    Resign,
-    Resume,
-    Seek,
     ServerMessage,
-    Unwatch,
-    Watch,
 )
-
-
-class Phase(enum.StrEnum):
-    CONNECTED = "connected"
-    """Before a successful ``hello``."""
-    GREETED = "greeted"
-    """Versions agreed, nobody logged in: logins, ping, lobby, watching and history."""
-    AUTHENTICATED = "authenticated"
-    """Logged in as a user, guest or bot: everything but ``hello`` and logins."""
-
-
-_GREETED_OR_LATER = frozenset({Phase.GREETED, Phase.AUTHENTICATED})
-_GREETED = frozenset({Phase.GREETED})
-_AUTHENTICATED = frozenset({Phase.AUTHENTICATED})
+from protocol.phases import Phase
 
 ACCEPTED_IN: dict[type[Message], frozenset[Phase]] = {
-    Hello: frozenset({Phase.CONNECTED}),
-    Register: _GREETED,
-    Login: _GREETED,
-    Guest: _GREETED,
-    AuthToken: _GREETED,
-    Logout: _AUTHENTICATED,
-    Ping: _GREETED_OR_LATER,
-    LobbySubscribe: _GREETED_OR_LATER,
-    LobbyUnsubscribe: _GREETED_OR_LATER,
-    Watch: _GREETED_OR_LATER,
-    Unwatch: _GREETED_OR_LATER,
-    ListGames: _GREETED_OR_LATER,
-    GetGame: _GREETED_OR_LATER,
-    GetBoard: _GREETED_OR_LATER,
-    GetPosition: _GREETED_OR_LATER,
-    CheckMove: _GREETED_OR_LATER,
-    Resume: _GREETED_OR_LATER,
-    Seek: _AUTHENTICATED,
-    CancelSeek: _AUTHENTICATED,
-    AcceptSeek: _AUTHENTICATED,
-    Challenge: _AUTHENTICATED,
-    AcceptChallenge: _AUTHENTICATED,
-    DeclineChallenge: _AUTHENTICATED,
-    CancelChallenge: _AUTHENTICATED,
-    Move: _AUTHENTICATED,
-    Resign: _AUTHENTICATED,
-    Abort: _AUTHENTICATED,
-    ClaimWin: _AUTHENTICATED,
-    Chat: _AUTHENTICATED,
-}
-"""The phases in which each request is accepted."""
+    cls: cls.PHASES for cls in CLIENT_MESSAGES.values()}
+"""The phases in which each request is accepted (its ``PHASES``)."""
 
 TRANSITIONS: dict[tuple[Phase, type[Message]], Phase] = {
-    (Phase.CONNECTED, Hello): Phase.GREETED,
-    (Phase.GREETED, Register): Phase.AUTHENTICATED,
-    (Phase.GREETED, Login): Phase.AUTHENTICATED,
-    (Phase.GREETED, Guest): Phase.AUTHENTICATED,
-    (Phase.GREETED, AuthToken): Phase.AUTHENTICATED,
-    (Phase.AUTHENTICATED, Logout): Phase.GREETED,
+    (phase, cls): cls.MOVES_TO
+    for cls in CLIENT_MESSAGES.values() if cls.MOVES_TO is not None
+    for phase in cls.PHASES
 }
-"""The phase a connection enters when a request succeeds in a given phase."""
+"""The phase a connection enters when a request succeeds in a given phase (``MOVES_TO``)."""
 
 
 def check_phase(phase: Phase, request: ClientMessage) -> None:
@@ -163,3 +92,23 @@ class ServerSession:
             if not isinstance(message, ErrorReply):
                 self.phase = TRANSITIONS.get((self.phase, request_type), self.phase)
         return encode(message)
+
+    def send_trusted(self, cls: type[Message], **fields: Any) -> bytes:
+        """The frame of a reply the server vouches for, made straight from its fields
+        (``protocol.encode_trusted``: the server's own per-move replies, ``move_ack``).
+        Only for replies that move no phase: those go through :meth:`send`."""
+        if fields.get("id") in self._moving:
+            raise TypeError(f"{cls.TAG} answers a request that moves the phase: use send()")
+        return encode_trusted(cls, **fields)
+
+
+def event_frame(event: Event) -> bytes:
+    """The frame of an event, made once for every connection it goes to (events move no
+    connection's phase)."""
+    return encode(event)
+
+
+def trusted_event_frame(cls: type[Message], **fields: Any) -> bytes:
+    """The frame of an event the server vouches for, made straight from its fields
+    (``moved``, on the path of every move; see ``Struct.trusted``)."""
+    return encode_trusted(cls, **fields)

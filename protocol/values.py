@@ -15,18 +15,15 @@ from protocol._schema import Free, Ints, Items, Struct, Text
 from protocol.errors import InvalidMessage
 from protocol.limits import (
     MAX_CELLS,
-    MAX_CLOCK_MS,
     MAX_CURSOR_CHARS,
-    MAX_DAYS_PER_MOVE,
-    MAX_INCREMENT_MS,
     MAX_INT32,
     MAX_MOVE_CHARS,
     MAX_OPTION_STRING_CHARS,
     MAX_OPTIONS,
     MAX_SAFE_INT,
     MAX_TOKEN_CHARS,
-    MIN_CLOCK_MS,
 )
+from protocol.timecontrol import TimeControl
 
 # Scalars ------------------------------------------------------------------------------------
 
@@ -94,46 +91,6 @@ class User(Struct):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Fischer(Struct):
-    """Fischer clock: ``base_ms`` to start with, ``increment_ms`` added after each move."""
-
-    TAG_KEY = "kind"
-    TAG = "fischer"
-    base_ms: Annotated[int, Ints(MIN_CLOCK_MS, MAX_CLOCK_MS)]
-    increment_ms: Annotated[int, Ints(0, MAX_INCREMENT_MS)]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PerMove(Struct):
-    """A fixed time for every move; unused time is not carried over."""
-
-    TAG_KEY = "kind"
-    TAG = "per_move"
-    per_move_ms: Annotated[int, Ints(MIN_CLOCK_MS, MAX_CLOCK_MS)]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Correspondence(Struct):
-    """Days per move, for slow games played over many sessions."""
-
-    TAG_KEY = "kind"
-    TAG = "correspondence"
-    days_per_move: Annotated[int, Ints(1, MAX_DAYS_PER_MOVE)]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Unlimited(Struct):
-    """No clock."""
-
-    TAG_KEY = "kind"
-    TAG = "unlimited"
-
-
-Clock = Fischer | PerMove | Correspondence | Unlimited
-"""A time control, told apart on the wire by its ``kind``."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Result(Struct):
     """How a game ended: ``winner`` is None exactly when the game was aborted."""
 
@@ -191,7 +148,7 @@ class Snapshot(Struct):
     game_id: GameId
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
     players: Players
     status: Status
     moves: Moves
@@ -213,7 +170,7 @@ class Summary(Struct):
     game_id: GameId
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
     players: Players
     status: Status
     ply: Ply
@@ -231,7 +188,7 @@ class Record(Struct):
     game_id: GameId
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
     players: Players
     status: Status
     moves: Moves
@@ -252,7 +209,7 @@ class OpenSeek(Struct):
     user: User
     game: GameKey
     options: Options
-    clock: Clock
+    clock: TimeControl
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

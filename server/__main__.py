@@ -1,7 +1,24 @@
-"""``python -m server``: the operator commands (what ``tessera serve|db|admin`` runs)."""
+"""``python -m server``: the operator commands (what ``tessera serve|db|admin|dump`` runs)."""
 
+import os
 import sys
 
 from .cli import main
 
-sys.exit(main())
+SIGPIPE_STATUS = 128 + 13  # what a shell reports for a program its reader stopped reading
+
+
+def run() -> int:
+    """Run the command; a reader that goes away (``tessera dump --all | head -1``) ends it
+    quietly, as it ends any Unix tool, instead of with a BrokenPipeError traceback."""
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout once more on the way out: point it at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return SIGPIPE_STATUS
+    return status
+
+
+sys.exit(run())

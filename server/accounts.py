@@ -21,37 +21,55 @@ from protocol import ErrorCode, ProtocolError
 
 from .storage import NameTaken, Store, User
 
-_HASHER = PasswordHasher()  # argon2id with the library's recommended parameters
-# A hash to verify against when the user does not exist, so both cases take as long.
-_DUMMY_HASH = _HASHER.hash(secrets.token_hex(16))
 
+class Passwords:
+    """argon2id hashing on a pool of threads of its own, owned by whoever made it.
 
-# Hashes run on threads of their own, at most as many at once as there are CPUs: a burst
-# of logins then queues here instead of taking every core (and 64 MiB each) from the rest.
-_HASHING = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
-                              thread_name_prefix="tessera-argon2")
+    Hashes run on at most one thread per CPU: a burst of logins then queues here instead of
+    taking every core (and 64 MiB each) from the rest, and the event loop never waits for
+    one. ``close()`` stops the pool (the server does, on its way out).
+    """
 
+    def __init__(self, threads: int | None = None) -> None:
+        self._hasher = PasswordHasher()  # argon2id with the library's recommended parameters
+        self._pool = ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1,
+                                        thread_name_prefix="tessera-argon2")
+        self._dummy: str | None = None
 
-async def hash_password(password: str) -> str:
-    return await asyncio.get_running_loop().run_in_executor(_HASHING, _HASHER.hash, password)
+    async def hash(self, password: str) -> str:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, self._hasher.hash, password)
 
+    async def verify(self, password_hash: str | None, password: str) -> bool:
+        """Whether ``password`` matches; with no hash (no such user, or a bot), a dummy
+        hash is checked so that both cases take as long."""
+        if password_hash is None:
+            if self._dummy is None:
+                self._dummy = await self.hash(secrets.token_hex(16))
+            password_hash = self._dummy
 
-async def verify_password(password_hash: str, password: str) -> bool:
-    def check() -> bool:
-        try:
-            return _HASHER.verify(password_hash, password)
-        except (VerificationError, InvalidHashError):
-            return False
+        def check() -> bool:
+            try:
+                return self._hasher.verify(password_hash, password)
+            except (VerificationError, InvalidHashError):
+                return False
 
-    return await asyncio.get_running_loop().run_in_executor(_HASHING, check)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, check)
+
+    def needs_rehash(self, password_hash: str) -> bool:
+        return self._hasher.check_needs_rehash(password_hash)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class Accounts:
     """The account operations behind register, login, guest and auth_token."""
 
-    def __init__(self, store: Store, *, lockout_after: int = 5, lockout_base_s: float = 30.0
-                 ) -> None:
+    def __init__(self, store: Store, passwords: Passwords, *, lockout_after: int = 5,
+                 lockout_base_s: float = 30.0) -> None:
         self.store = store
+        self.passwords = passwords
         self.lockout_after = lockout_after
         self.lockout_base_s = lockout_base_s
 
@@ -61,7 +79,7 @@ class Accounts:
         return timedelta(seconds=min(86_400.0, self.lockout_base_s * 2**extra))
 
     async def register(self, name: str, password: str) -> tuple[User, str]:
-        password_hash = await hash_password(password)
+        password_hash = await self.passwords.hash(password)
         try:
             user = await self.store.create_user(name, "human", password_hash=password_hash)
         except NameTaken:
@@ -77,8 +95,8 @@ class Accounts:
             exc = ProtocolError("too many failed logins; try again later",
                                 code=ErrorCode.LOCKED_OUT, retry_after_ms=wait)
             raise exc
-        stored = user.password_hash if user is not None and user.password_hash else _DUMMY_HASH
-        ok = await verify_password(stored, password)
+        ok = await self.passwords.verify(user.password_hash if user is not None else None,
+                                         password)
         if user is None or not user.password_hash or not ok:
             if user is not None:
                 await self.store.record_login_failure(
@@ -87,8 +105,8 @@ class Accounts:
                                 code=ErrorCode.INVALID_CREDENTIALS)
         if user.failed_logins:
             await self.store.reset_failures(user.id)
-        if _HASHER.check_needs_rehash(user.password_hash):
-            await self.store.set_password_hash(user.id, await hash_password(password))
+        if self.passwords.needs_rehash(user.password_hash):
+            await self.store.set_password_hash(user.id, await self.passwords.hash(password))
         return user, await self.new_session(user)
 
     async def guest(self) -> tuple[User, str]:
@@ -114,6 +132,3 @@ class Accounts:
 
     async def end_session(self, token: str) -> None:
         await self.store.revoke_token_value(token)
-
-    async def token_valid(self, token: str) -> bool:
-        return await self.store.user_for_token(token) is not None

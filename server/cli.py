@@ -1,4 +1,5 @@
-"""Operator commands: ``serve``, ``db upgrade`` and ``admin`` (run as ``tessera ...``)."""
+"""Operator commands: ``serve``, ``db upgrade``, ``admin`` and ``cluster status`` (run as
+``tessera ...``)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], default="auto",
                        help="event loop: uvloop (faster) if installed (auto), or asyncio's own")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--cluster", metavar="URL", help="run as a node of the cluster on this "
+                       "Redis (redis://HOST:PORT/DB), with a PostgreSQL --db")
+    serve.add_argument("--cluster-name", default="default", help="the cluster's name in Redis")
+    serve.add_argument("--node-id", help="this node's name in the cluster (default HOST-PID)")
+    serve.add_argument("--workers", type=int, default=1, help="node processes sharing the port "
+                       "(SO_REUSEPORT), supervised; above 1 needs --cluster and PostgreSQL")
+    serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
+    serve.set_defaults(serve_parser=serve)
 
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
@@ -72,6 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     rt = admin_sub.add_parser("revoke-token", help="revoke a token by id")
     rt.add_argument("token_id", type=int)
     _db_arg(rt)
+
+    cluster = sub.add_parser("cluster", help="a cluster of nodes on Redis and PostgreSQL")
+    cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)
+    from .cluster import status
+
+    status.add_arguments(cluster_sub.add_parser(
+        "status", help="list the nodes, their games and their last heartbeat"))
     return parser
 
 
@@ -85,7 +101,8 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
         if name == "uvloop":
             raise SystemExit("tessera: --loop uvloop: uvloop is not installed") from None
         return None
-    return uvloop.new_event_loop
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
 
 def raise_fd_limit() -> None:
@@ -100,6 +117,10 @@ def raise_fd_limit() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "cluster":
+        from .cluster import status
+
+        return status.run(args)
     from .storage import normalize_url
 
     try:  # a bare path means a SQLite file; the async driver is pinned for every URL
@@ -110,17 +131,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "serve":
         from .app import run_server
+        from .cluster import config as cluster_config
 
+        problem = cluster_config.serve_flags_problem(args.workers, args.cluster, db_url)
+        if problem:
+            print(f"tessera: {problem}", file=sys.stderr)
+            return 2
+        if args.workers > 1:
+            from .cluster.workers import run_workers
+
+            return run_workers(args, args.serve_parser)
         setup_logging(args.log_level)
         settings = Settings(host=args.host, port=args.port, db_url=db_url,
                             sqlite_synchronous=args.sqlite_synchronous,
                             origins=args.origin or None, grace_ms=int(args.grace * 1000),
                             max_frame_bytes=args.max_frame, conn_rate=args.rate,
-                            conn_burst=args.rate * 2,
+                            conn_burst=args.rate * 2, reuse_port=args.reuse_port,
                             house_bots=[b for b in args.house_bots.split(",") if b.strip()])
         raise_fd_limit()
         with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
-            runner.run(run_server(settings, args.ready_file))
+            if args.cluster:
+                from .cluster.node import run_node
+
+                runner.run(run_node(settings, cluster_config.ClusterSettings(
+                    args.cluster, args.cluster_name, args.node_id or
+                    cluster_config.default_node_id()), args.ready_file))
+            else:
+                runner.run(run_server(settings, args.ready_file))
         return 0
     if args.command == "db":
         from .storage import redact_url, upgrade
@@ -137,7 +174,7 @@ async def _dump(args: argparse.Namespace, db_url: str) -> int:
     """One JSON object per line: the wire form of each record (see docs/PROTOCOL.md)."""
     import json
 
-    from .app import record_to_wire
+    from . import wire
     from .storage import Store, make_engine
 
     engine = make_engine(db_url)
@@ -148,20 +185,20 @@ async def _dump(args: argparse.Namespace, db_url: str) -> int:
         if args.all:
             ids += await store.list_game_ids()
         for game_id in ids:
-            record = await store.get_game_record(game_id)
-            if record is None:
+            stored = await store.get_game(game_id)
+            if stored is None:
                 print(f"error: no game {game_id}", file=sys.stderr)
                 missing += 1
                 continue
-            wire = record_to_wire(record).to_wire()
-            print(json.dumps(wire, separators=(",", ":")), flush=True)
+            record = wire.record(stored).to_wire()
+            print(json.dumps(record, separators=(",", ":")), flush=True)
     finally:
         await engine.dispose()
     return 1 if missing else 0
 
 
 async def _admin(args: argparse.Namespace, db_url: str) -> int:
-    from .accounts import hash_password
+    from .accounts import Passwords
     from .storage import NameTaken, Store, make_engine, upgrade
 
     await upgrade(db_url)
@@ -173,7 +210,11 @@ async def _admin(args: argparse.Namespace, db_url: str) -> int:
             password_hash = None
             if cmd == "create-user":
                 password = args.password or getpass.getpass(f"password for {args.name}: ")
-                password_hash = await hash_password(password)
+                passwords = Passwords(threads=1)
+                try:
+                    password_hash = await passwords.hash(password)
+                finally:
+                    passwords.close()
             try:
                 user = await store.create_user(args.name, "human" if cmd == "create-user"
                                                else "bot", password_hash=password_hash)

@@ -44,3 +44,4 @@ class Settings:
     server_name: str = "tessera"
     event_log_limit: int = 4096  # events kept in memory per game for resume
     revocation_poll_s: float = 1.0  # connections on a revoked token are closed this soon
+    reuse_port: bool = False  # SO_REUSEPORT: several workers listen on one port

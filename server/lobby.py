@@ -21,10 +21,10 @@ from protocol import (
     ProtocolError,
     SeekAdded,
     SeekRemoved,
+    TimeControl,
     User,
-    encode,
+    event_frame,
 )
-from protocol.values import Clock
 
 MAX_OPEN_SEEKS = 5
 
@@ -52,7 +52,7 @@ class Offer:
 
     game: str
     options: dict[str, Any]
-    clock: Clock
+    clock: TimeControl
 
     def matches(self, other: Offer) -> bool:
         return (self.game, self.options, self.clock) == (other.game, other.options, other.clock)
@@ -123,7 +123,7 @@ class Lobby:
     def _tell_subscribers(self, event: Any) -> None:
         if not self.subscribers:
             return
-        frame = encode(event)
+        frame = event_frame(event)
         for session in list(self.subscribers):
             session.send_frame(frame)
 
@@ -200,18 +200,22 @@ class Lobby:
                                 code=ErrorCode.NOT_FOUND)
         return entry
 
-    def end_challenge(self, entry: ChallengeEntry, reason: str) -> None:
-        """Close a challenge and tell both sides why."""
+    def end_challenge(self, entry: ChallengeEntry, reason: str, message: str | None = None
+                      ) -> None:
+        """Close a challenge and tell both sides why (``message``: in the words of whoever
+        ended it)."""
         if self.challenges.pop(entry.challenge_id, None) is None:
             return
-        self.tell_challenge_ended(entry, reason)
+        self.tell_challenge_ended(entry, reason, message)
 
     def take_challenge(self, entry: ChallengeEntry) -> None:
         """Close an accepted challenge; ``tell_challenge_ended`` once the game has started."""
         self.challenges.pop(entry.challenge_id, None)
 
-    def tell_challenge_ended(self, entry: ChallengeEntry, reason: str) -> None:
-        frame = encode(ChallengeEnded(challenge_id=entry.challenge_id,
-                                      reason=reason))  # type: ignore[arg-type]
+    def tell_challenge_ended(self, entry: ChallengeEntry, reason: str,
+                             message: str | None = None) -> None:
+        frame = event_frame(ChallengeEnded(challenge_id=entry.challenge_id,
+                                           reason=reason,  # type: ignore[arg-type]
+                                           message=message))
         entry.challenger.send(frame)
         entry.target.send(frame)

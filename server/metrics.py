@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
+
+_go_string: Callable[[float], str] = floatToGoString  # untyped in prometheus_client
 
 MOVE_SECONDS_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
 
@@ -41,7 +43,7 @@ class MoveStats:
         cumulative = list(accumulate(self.counts))
         yield HistogramMetricFamily(
             "tessera_move_seconds", "From a move's arrival to its acknowledgement",
-            buckets=[*((floatToGoString(b), c) for b, c in
+            buckets=[*((_go_string(b), c) for b, c in
                        zip(MOVE_SECONDS_BUCKETS, cumulative, strict=False)),
                      ("+Inf", cumulative[-1])],
             sum_value=self.sum)

@@ -6,15 +6,8 @@ A move takes one path (STYLE.md, "the shape of the system")::
 
 Nothing is applied to the room, acknowledged or broadcast before the commit returns, so an
 acknowledged move is always stored. Each room serialises its actions with one lock; the
-broadcast frame is encoded once and queued to every watcher.
-
-Game lifecycle (the only transitions)::
-
-    playing --move that ends the game / resign / timeout / claim_win--> over
-    playing --abort (before both players have moved)--------------------> aborted
-
-A game in progress is ``waiting`` on the wire until both players have made their first
-move (``CLOCK_STARTS_AT_PLY``): until then no clock runs and either player may abort.
+broadcast frame is made once (``protocol.event_frame``) and queued to every watcher. The
+room's status follows the lifecycle table of :mod:`server.lifecycle`.
 """
 
 from __future__ import annotations
@@ -23,10 +16,10 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import engine
 from protocol import (
@@ -41,13 +34,15 @@ from protocol import (
     ProtocolError,
     Result,
     Snapshot,
+    TimeControl,
     User,
-    encode,
-    encode_trusted,
+    event_frame,
+    trusted_event_frame,
 )
 from protocol import Move as MoveRequest
 
-from .clock import Clock, TimeControl, clock_from_wire
+from .clock import GameClock
+from .lifecycle import CLOCK_STARTS_AT_PLY, LIVE, Change, GameStatus, after, allows
 from .storage import ChatSent, GameFinished, MovePlayed, SeqAdvanced, StorageError
 
 if TYPE_CHECKING:
@@ -56,16 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PLAYING, OVER, ABORTED = "playing", "over", "aborted"
-FINISHED = {OVER: "over", ABORTED: "over"}  # wire status of a finished game
-CLOCK_STARTS_AT_PLY = 2  # before this ply the game is waiting: no clock runs, abort allowed
-
-
-def wire_status(status: str, ply: int) -> str:
-    """The status clients see: ``waiting``, ``playing`` or ``over``."""
-    if status != PLAYING:
-        return "over"
-    return "waiting" if ply < CLOCK_STARTS_AT_PLY else "playing"
+TIMEOUT_RETRY_S = 1.0  # a timeout that could not be stored is tried again this soon
 
 
 def now_ms() -> int:
@@ -84,13 +70,27 @@ class Listener(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Seat:
+class Player:
+    """Who sits in a seat of a game: an account, with the name and kind others see."""
+
     user_id: int
     name: str
     kind: str
 
     def wire(self) -> User:
         return User(name=self.name, kind=self.kind)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class RoomContext:
+    """What every room of one server shares: where it stores, counts and runs things."""
+
+    writer: CommitQueue
+    metrics: Metrics
+    grace_ms: int
+    event_log_limit: int
+    on_finished: Callable[[GameRoom], None]
+    spawn: Callable[[Coroutine[Any, Any, Any]], object]
 
 
 def refuse(code: str, message: str, game_id: str | None = None) -> ProtocolError:
@@ -102,44 +102,41 @@ class GameRoom:
 
     def __init__(
         self,
+        context: RoomContext,
         *,
         game_id: str,
         state: engine.State,
         control: TimeControl,
-        seats: tuple[Seat, Seat],
+        players: tuple[Player, Player],
         played: list[PlayedMove],
         seq: int,
-        clock: Clock,
+        clock: GameClock,
         created_ms: int,
-        writer: CommitQueue,
-        metrics: Metrics,
-        grace_ms: int,
-        event_log_limit: int,
-        on_finished: Callable[[GameRoom], None],
+        status: GameStatus | None = None,
+        result: Result | None = None,
     ) -> None:
         self.game_id = game_id
         self.state = state
         self.prev_state: engine.State | None = None
         self.control = control
-        self.seats = seats
+        self.players = players
         self.played = played
         self.seq = seq
         self.clock = clock
         self.created_ms = created_ms
-        self.status = PLAYING
-        self.result: Result | None = None
+        self.status = status if status is not None else GameStatus.of("playing", state.ply)
+        self.result = result
         self.lock = asyncio.Lock()
         self.listeners: set[Listener] = set()
         self.present: list[set[Listener]] = [set(), set()]
         self.absent_since: list[int | None] = [None, None]
         # (seq, frame) of the events since the room was loaded, for resume
-        self.events: deque[tuple[int, bytes]] = deque(maxlen=event_log_limit)
+        self.events: deque[tuple[int, bytes]] = deque(maxlen=context.event_log_limit)
         self.first_logged_seq = seq + 1
         self.move_seqs: dict[int, int] = {}
-        self._writer = writer
-        self._metrics = metrics
-        self._grace_ms = grace_ms
-        self._on_finished = on_finished
+        self._context = context
+        self._writer = context.writer
+        self._metrics = context.metrics
         self._timer: asyncio.TimerHandle | None = None
         self._timer_flag = 0  # the time (ms) the timer was set for
         self.loaded_ms = now_ms()  # nobody is attached to a restored game before this
@@ -150,42 +147,41 @@ class GameRoom:
         return self.state.game.key
 
     def seat_of(self, user_id: int) -> int | None:
-        for i, seat in enumerate(self.seats):
-            if seat.user_id == user_id:
+        for i, player in enumerate(self.players):
+            if player.user_id == user_id:
                 return i
         return None
 
     def snapshot(self, now: int | None = None) -> Snapshot:
         now = now_ms() if now is None else now
-        running = self.status == PLAYING
-        clocks = self.clock.snapshot(now, self.state.to_move) if running else list(
-            self.clock.remaining)
+        clocks = (self.clock.snapshot(now, self.state.to_move) if self.status.live
+                  else list(self.clock.remaining))
         return Snapshot(
             game_id=self.game_id,
             game=self.key,
             options=dict(self.state.options),
-            clock=clock_from_wire(self.control.to_wire()),
-            players=(self.seats[0].wire(), self.seats[1].wire()),
-            status=wire_status(self.status, self.state.ply),  # type: ignore[arg-type]
+            clock=self.control,
+            players=(self.players[0].wire(), self.players[1].wire()),
+            status=cast(Any, self.status.wire),
             moves=tuple(self.played),
             clocks_ms=None if clocks[0] is None or clocks[1] is None
             else (max(0, clocks[0]), max(0, clocks[1])),
-            to_move=self.state.to_move,  # type: ignore[arg-type]
+            to_move=cast(Any, self.state.to_move),
             ply=self.state.ply,
             result=self.result,
             seq=self.seq,
         )
 
     def events_since(self, since_seq: int) -> list[bytes] | None:
-        """Frames of the events after ``since_seq``, or None if they are not all kept (or
-        ``since_seq`` is ahead of the game)."""
-        if since_seq > self.seq:
+        """Frames of the events after ``since_seq``; None when a snapshot must be sent
+        instead: ``since_seq`` is ahead of the game, some of the events are not kept, or
+        it is from before this room was loaded (a restart restarted the clocks, so even a
+        client that missed no event needs the server's figures)."""
+        if since_seq > self.seq or since_seq < self.first_logged_seq:
             return None
         if since_seq == self.seq:
             return []
-        if since_seq + 1 < self.first_logged_seq or (
-            self.events and self.events[0][0] > since_seq + 1
-        ):
+        if self.events and self.events[0][0] > since_seq + 1:
             return None
         return [frame for seq, frame in self.events if seq > since_seq]
 
@@ -210,9 +206,9 @@ class GameRoom:
         self.present[seat].add(listener)
         if was_absent and self.absent_since[seat] is not None:
             self.absent_since[seat] = None
-            if self.status == PLAYING:
+            if self.status.live:
                 await self._presence(OpponentBack(game_id=self.game_id, seq=self.seq + 1,
-                                                  player=seat))  # type: ignore[arg-type]
+                                                  player=cast(Any, seat)))
         self.subscribe(listener)
 
     async def player_disconnected(self, seat: int, listener: Listener) -> None:
@@ -220,13 +216,13 @@ class GameRoom:
         self.unsubscribe(listener)
         self.present[seat].discard(listener)
         async with self.lock:
-            if self.present[seat] or self.status != PLAYING or (
+            if self.present[seat] or not self.status.live or (
                     self.absent_since[seat] is not None):
                 return
             self.absent_since[seat] = now_ms()
             await self._presence(OpponentLeft(game_id=self.game_id, seq=self.seq + 1,
-                                              player=seat,  # type: ignore[arg-type]
-                                              claim_after_ms=self._grace_ms))
+                                              player=cast(Any, seat),
+                                              claim_after_ms=self._context.grace_ms))
 
     async def _presence(self, event: OpponentLeft | OpponentBack) -> None:
         """Store the event's seq, then tell everyone (the caller holds the lock).
@@ -242,13 +238,19 @@ class GameRoom:
                         extra={"game_id": self.game_id})
             return
         self.seq = event.seq
-        self._broadcast(event)
+        self.broadcast(event)
 
-    def _broadcast(self, event: GameStarted | Moved | GameOver | ChatMessage | OpponentLeft
-                   | OpponentBack) -> None:
-        self._broadcast_frame(encode(event))
+    def broadcast(self, event: GameStarted | GameOver | ChatMessage | OpponentLeft
+                  | OpponentBack) -> None:
+        """Frame an event once, keep it for resume (its seq is ``self.seq``) and send it
+        to every watcher."""
+        self._send_all(event_frame(event))
 
-    def _broadcast_frame(self, frame: bytes) -> None:
+    def broadcast_moved(self, **fields: Any) -> None:
+        """``broadcast`` for ``moved``, framed straight from the room's own values."""
+        self._send_all(trusted_event_frame(Moved, **fields))
+
+    def _send_all(self, frame: bytes) -> None:
         self.events.append((self.seq, frame))
         for listener in list(self.listeners):
             listener.send_frame(frame)
@@ -256,18 +258,27 @@ class GameRoom:
     def announce_start(self) -> None:
         """Broadcast ``game_started`` (seq 1) and start the clock of the first player."""
         self.first_logged_seq = self.seq
-        self._broadcast(GameStarted(game_id=self.game_id, seq=self.seq,
-                                    snapshot=self.snapshot()))
+        self.broadcast(GameStarted(game_id=self.game_id, seq=self.seq,
+                                   snapshot=self.snapshot()))
         self.start_clock(now_ms())
 
     def start_clock(self, now: int) -> None:
         """Start the turn of the player to move (its clock runs once the game is playing)."""
-        self.clock.start_turn(now, running=self.state.ply >= CLOCK_STARTS_AT_PLY)
+        self.clock.start_turn(now, running=self.status is GameStatus.PLAYING)
         self._arm_timer()
 
+    async def resume_after_restart(self, now: int) -> None:
+        """Carry on a game loaded from storage: start its clock, or, if its final move was
+        stored but not its end (a crash between the two), store and announce the end."""
+        if not self.state.is_over:
+            self.start_clock(now)
+            return
+        async with self.lock:
+            await self._finish(self.state.winner, "normal")
+
     # -- actions ----------------------------------------------------------------------------
-    def _check_playing(self) -> None:
-        if self.status != PLAYING:
+    def _check_live(self) -> None:
+        if self.status not in LIVE:
             raise refuse(ErrorCode.GAME_OVER, "the game is over", self.game_id)
 
     def _seat(self, user_id: int) -> int:
@@ -284,7 +295,7 @@ class GameRoom:
             resent = self._resent_seq(seat, request)
             if resent is not None:
                 return resent
-            self._check_playing()
+            self._check_live()
             if request.ply != self.state.ply:
                 raise refuse(ErrorCode.STALE_PLY,
                              f"the game is at ply {self.state.ply}, not {request.ply}",
@@ -324,40 +335,41 @@ class GameRoom:
         return self.move_seqs.get(ply, self.seq)
 
     async def _commit_move(self, seat: int, new_state: engine.State, now: int) -> int:
-        trial = Clock(self.control, list(self.clock.remaining))
+        status = self.status
+        if new_state.ply == CLOCK_STARTS_AT_PLY and allows(status, Change.BOTH_MOVED):
+            status = after(status, Change.BOTH_MOVED)
+        trial = GameClock(self.control, list(self.clock.remaining))
         trial.start_turn(self.clock.turn_started, running=self.clock.running)  # type: ignore
-        used, after = trial.finish_turn(seat, now)
-        trial.start_turn(now, running=new_state.ply >= CLOCK_STARTS_AT_PLY)
+        used, after_move = trial.finish_turn(seat, now)
+        trial.start_turn(now, running=status is GameStatus.PLAYING)
         move_text = new_state.last_move or ""
         seq = self.seq + 1
-        item = MovePlayed(self.game_id, self.state.ply, seq, move_text, seat, used, after,
+        item = MovePlayed(self.game_id, self.state.ply, seq, move_text, seat, used, after_move,
                           ms_to_datetime(now))
         if new_state.is_over:
-            winner = new_state.winner
-            finish = GameFinished(self.game_id, winner, "normal", seq + 1, ms_to_datetime(now),
-                                  "over")
+            finish = GameFinished(self.game_id, new_state.winner, "normal", seq + 1,
+                                  ms_to_datetime(now), "over")
             await asyncio.gather(self._writer.submit(item), self._writer.submit(finish))
         else:
             await self._writer.submit(item)
         # Stored: now it happened.
         self.prev_state = self.state
         self.state = new_state
+        self.status = status
         self.clock = trial
         self.seq = seq
         self.move_seqs[item.ply] = seq
         # The server's own values, checked where they were made (engine, clock): the played
         # move is built, and `moved` framed, without the schema's checks.
         self.played.append(PlayedMove.trusted(ply=item.ply, move=move_text, by=seat,
-                                              ms_used=used, clock_ms=after))
+                                              ms_used=used, clock_ms=after_move))
         clocks = self.clock.snapshot(now, new_state.to_move)
-        self._broadcast_frame(encode_trusted(
-            Moved, game_id=self.game_id, seq=seq, ply=item.ply, move=move_text,
-            by=seat, ms_used=used,
+        self.broadcast_moved(
+            game_id=self.game_id, seq=seq, ply=item.ply, move=move_text, by=seat, ms_used=used,
             clocks_ms=None if clocks[0] is None or clocks[1] is None
-            else (max(0, clocks[0]), max(0, clocks[1])),
-        ))
+            else (max(0, clocks[0]), max(0, clocks[1])))
         if new_state.is_over:
-            self._ended(new_state.winner, "normal", OVER, seq + 1)
+            self._ended(new_state.winner, "normal", after(status, Change.END), seq + 1)
         else:
             self._arm_timer()
         return seq
@@ -365,29 +377,29 @@ class GameRoom:
     async def resign(self, user_id: int) -> None:
         async with self.lock:
             seat = self._seat(user_id)
-            self._check_playing()
+            self._check_live()
             await self._finish(1 - seat, "resign")
 
     async def abort(self, user_id: int) -> None:
         async with self.lock:
             self._seat(user_id)
-            self._check_playing()
-            if self.state.ply >= CLOCK_STARTS_AT_PLY:
+            self._check_live()
+            if not allows(self.status, Change.ABORT):
                 raise refuse(ErrorCode.CONFLICT,
                              "a game can be aborted only before both players have moved",
                              self.game_id)
-            await self._finish(None, "abort", ABORTED)
+            await self._finish(None, "abort", Change.ABORT)
 
     async def claim_win(self, user_id: int) -> None:
         async with self.lock:
             seat = self._seat(user_id)
-            self._check_playing()
+            self._check_live()
             since = self.absent_since[1 - seat]
             if since is None and not self.present[1 - seat]:
                 since = self.loaded_ms  # restored, and the opponent has not come back
             if since is None:
                 raise refuse(ErrorCode.CONFLICT, "your opponent is connected", self.game_id)
-            wait = since + self._grace_ms - now_ms()
+            wait = since + self._context.grace_ms - now_ms()
             if wait > 0:
                 exc = refuse(ErrorCode.CONFLICT,
                              f"your opponent may still come back: claim in {wait} ms",
@@ -396,44 +408,45 @@ class GameRoom:
                 raise exc
             await self._finish(seat, "abandon")
 
-    async def chat(self, user: Seat, text: str) -> None:
+    async def chat(self, player: Player, text: str) -> None:
         async with self.lock:
-            self._seat(user.user_id)
+            self._seat(player.user_id)
             seq = self.seq + 1
-            await self._writer.submit(ChatSent(self.game_id, seq, user.user_id, text,
+            await self._writer.submit(ChatSent(self.game_id, seq, player.user_id, text,
                                                ms_to_datetime(now_ms())))
             self.seq = seq
-            self._broadcast(ChatMessage(game_id=self.game_id, seq=seq, from_=user.name,
-                                        text=text))
+            self.broadcast(ChatMessage(game_id=self.game_id, seq=seq, from_=player.name,
+                                       text=text))
 
     # -- the end ----------------------------------------------------------------------------
-    async def _finish(self, winner: int | None, reason: str, status: str = OVER) -> None:
+    async def _finish(self, winner: int | None, reason: str, change: Change = Change.END
+                      ) -> None:
         """Store and announce the end of the game (caller holds the lock)."""
+        status = after(self.status, change)
         now = now_ms()
-        if self.clock.turn_started is not None and self.status == PLAYING:
+        if self.clock.turn_started is not None and self.control.CARRIES_OVER:
             mover = self.state.to_move
             left = self.clock.left(mover, now, mover)
-            if left is not None and self.control.kind == "fischer":
+            if left is not None:
                 self.clock.remaining[mover] = max(0, left)
         seq = self.seq + 1
         await self._writer.submit(GameFinished(self.game_id, winner, reason, seq,
-                                               ms_to_datetime(now), status))  # type: ignore
+                                               ms_to_datetime(now),
+                                               cast(Any, status.stored)))
         self._ended(winner, reason, status, seq)
 
-    def _ended(self, winner: int | None, reason: str, status: str, seq: int) -> None:
+    def _ended(self, winner: int | None, reason: str, status: GameStatus, seq: int) -> None:
         """The end is stored as event ``seq``: update the room and tell everyone."""
         self.seq = seq
         self.status = status
-        self.result = Result(winner=winner, reason=reason)  # type: ignore[arg-type]
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._broadcast(GameOver(game_id=self.game_id, seq=self.seq,
-                                 winner=winner, reason=reason))  # type: ignore[arg-type]
+        self.result = Result(winner=cast(Any, winner), reason=cast(Any, reason))
+        self.close()
+        self.broadcast(GameOver(game_id=self.game_id, seq=self.seq, winner=cast(Any, winner),
+                                reason=cast(Any, reason)))
         self._metrics.games_finished.labels(reason=reason).inc()
         log.info("game over", extra={"game_id": self.game_id, "winner": winner,
                                      "reason": reason, "plies": self.state.ply})
-        self._on_finished(self)
+        self._context.on_finished(self)
 
     # -- clocks ---------------------------------------------------------------------------------
     def _arm_timer(self) -> None:
@@ -444,28 +457,26 @@ class GameRoom:
         and sets a new one. So a move does not cost a timer of its own.
         """
         flag = self.clock.flag_at(self.state.to_move)
-        if flag is None or self.status != PLAYING:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        if flag is None or self.status not in LIVE:
+            self.close()
             return
         if self._timer is not None:
             if self._timer_flag <= flag:
                 return
             self._timer.cancel()
+        self._set_timer(flag, (flag - now_ms()) / 1000)
+
+    def _set_timer(self, flag: int, delay_s: float) -> None:
         self._timer_flag = flag
-        self._timer = asyncio.get_running_loop().call_later(
-            max(0.0, (flag - now_ms()) / 1000), self._flag_fell)
+        self._timer = asyncio.get_running_loop().call_later(max(0.0, delay_s), self._flag_fell)
 
     def _flag_fell(self) -> None:
         self._timer = None
-        task = asyncio.get_running_loop().create_task(self._timeout())
-        _background.add(task)
-        task.add_done_callback(_background.discard)
+        self._context.spawn(self._timeout())
 
     async def _timeout(self) -> None:
         async with self.lock:
-            if self.status != PLAYING:
+            if not self.status.live:
                 return
             mover = self.state.to_move
             flag = self.clock.flag_at(mover)
@@ -477,18 +488,14 @@ class GameRoom:
             try:
                 await self._finish(1 - mover, "timeout")
             except Exception:
-                log.exception("could not store a timeout", extra={"game_id": self.game_id})
+                # Still playing, and its flag is down: try again, so it never stays
+                # "playing" with no timer (a move meanwhile also finds the flag down).
+                log.exception("could not store a timeout; trying again in %.0f s",
+                              TIMEOUT_RETRY_S, extra={"game_id": self.game_id})
+                self._set_timer(flag, TIMEOUT_RETRY_S)
 
     def close(self) -> None:
+        """Stop the room's timer (the game ended, or the server is stopping)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-
-
-_background: set[asyncio.Task[None]] = set()
-
-
-def played_moves(rows: Iterable[tuple[int, str, int, int, int | None]]) -> list[PlayedMove]:
-    """PlayedMove values from (ply, move, player, ms_used, clock_ms) rows."""
-    return [PlayedMove(ply=p, move=m, by=b, ms_used=u, clock_ms=c)  # type: ignore[arg-type]
-            for p, m, b, u, c in rows]

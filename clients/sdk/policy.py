@@ -24,7 +24,7 @@ DEFAULT_TIME_CONTROLS = frozenset({"fischer", "per_move", "unlimited"})
 """Real-time play: correspondence games (days per move) are declined unless allowed."""
 
 
-def clock_kind(clock: p.Clock) -> str:
+def clock_kind(clock: p.TimeControl) -> str:
     return clock.TAG
 
 
@@ -61,7 +61,7 @@ class Policy:
             raise ValueError(f"unknown time control kinds: {', '.join(sorted(unknown))}")
 
     def refusal(self, sender: str, game: str, options: Mapping[str, Any],
-                clock: p.Clock) -> str | None:
+                clock: p.TimeControl) -> str | None:
         """Why a challenge from ``sender`` is declined, or None if the policy allows it."""
         if self.accept_from is not None and sender.lower() not in self.accept_from:
             return f"challenges from {sender} are not accepted"

@@ -118,7 +118,7 @@ class GameResult:
     game_id: str
     game: str
     options: dict[str, int | str]
-    clock: p.Clock
+    clock: p.TimeControl
     players: tuple[str, str]
     seat: int
     winner: int | None
@@ -149,7 +149,7 @@ class _Accepted:
     sender: str
     game: str
     options: dict[str, Any]
-    clock: p.Clock
+    clock: p.TimeControl
     since: float
 
 
@@ -160,7 +160,7 @@ class _Outgoing:
     to: str
     game: str
     options: dict[str, Any]
-    clock: p.Clock
+    clock: p.TimeControl
     color: int | str
     future: asyncio.Future[str] = field(repr=False)
 
@@ -275,7 +275,7 @@ class BotRunner:
         self._check_done()
 
     async def challenge(self, to: str, game: str, options: dict[str, Any] | None = None,
-                        clock: p.Clock | None = None, color: int | str = "random") -> str:
+                        clock: p.TimeControl | None = None, color: int | str = "random") -> str:
         """Challenge user ``to``; return the game id once accepted (``color``: our seat).
 
         Raises :class:`ChallengeDeclined` if it is declined or withdrawn, ``ServerError`` if

@@ -50,7 +50,7 @@ def format_duration_ms(ms: int) -> str:
     return f"{ms}ms"
 
 
-def parse_clock(text: str) -> p.Clock:
+def parse_clock(text: str) -> p.TimeControl:
     """A time control from text (see the module doc); the protocol validates its bounds."""
     words = text.replace("+", " ").split()
     if not words:
@@ -72,7 +72,7 @@ def parse_clock(text: str) -> p.Clock:
                      "'fischer 5m+3s', 'correspondence 3d', 'unlimited')")
 
 
-def format_clock(clock: p.Clock) -> str:
+def format_clock(clock: p.TimeControl) -> str:
     """The text :func:`parse_clock` reads back to ``clock``."""
     if isinstance(clock, p.PerMove):
         return f"per_move {format_duration_ms(clock.per_move_ms)}"
@@ -84,7 +84,7 @@ def format_clock(clock: p.Clock) -> str:
     return "unlimited"
 
 
-def budget_for(clock: p.Clock, left_ms: int | None, move_time_ms: int | None = None
+def budget_for(clock: p.TimeControl, left_ms: int | None, move_time_ms: int | None = None
                ) -> TimeBudget:
     """The budget for a move under ``clock`` with ``left_ms`` on the mover's clock now.
 
@@ -154,13 +154,13 @@ class SeekSpec:
 
     game: str
     options: dict[str, int | str]
-    clock: p.Clock
+    clock: p.TimeControl
 
     def __str__(self) -> str:
         return " ".join(w for w in (self.game, format_options(self.options),
                                     format_clock(self.clock)) if w)
 
-    def matches(self, game: str, options: Mapping[str, Any], clock: p.Clock) -> bool:
+    def matches(self, game: str, options: Mapping[str, Any], clock: p.TimeControl) -> bool:
         return (self.game, self.options, self.clock) == (game, dict(options), clock)
 
 

@@ -6,7 +6,10 @@ The modules, each small:
     db       engines (SQLite pragmas: WAL, synchronous, busy_timeout, foreign keys), URLs
     migrate  Alembic migrations run from code: ``await upgrade(url)`` on every start
     repo     ``Store``: users, tokens, creating games, history listing, game records
+    items    what the commit queue stores: game starts, moves, chat, seq advances, game ends
     writer   ``CommitQueue``: group commit of moves, chat and game ends (the hot path)
+    statements  how a batch is written: Core (the reference) or, on a SQLite file, SQL
+             text in a thread of its own, chosen when storage opens
     records  the frozen values returned; ``errors`` the exceptions (root ``StorageError``)
     runtime  ``open_storage``: all of the above wired together for ``main()``
 
@@ -27,6 +30,7 @@ from .db import (
     SqliteSynchronous,
     default_data_dir,
     default_database_url,
+    make_blocking_engine,
     make_engine,
     make_session_factory,
     make_write_lock,
@@ -43,15 +47,16 @@ from .errors import (
     WriteFailed,
     WriterClosed,
 )
+from .items import ChatSent, GameCreated, GameFinished, Item, MovePlayed, SeqAdvanced
 from .migrate import current_revision, downgrade, head_revision, upgrade
 from .records import (
     ChatRecord,
     FinishedStatus,
     GameInfo,
     GamePage,
-    GameRecord,
     GameStatus,
     MoveRecord,
+    StoredGame,
     Token,
     TokenKind,
     User,
@@ -59,29 +64,22 @@ from .records import (
 )
 from .repo import Store, name_key, new_game_id, token_digest
 from .runtime import Storage, open_storage
-from .writer import (
-    ChatSent,
-    CommitQueue,
-    GameCreated,
-    GameFinished,
-    Item,
-    MovePlayed,
-    SeqAdvanced,
-    WriterStats,
-)
+from .statements import BatchWriter, CoreWriter, SqliteThreadWriter, open_batch_writer
+from .writer import CommitQueue, WriterStats
 
 __all__ = [
+    "BatchWriter",
     "ChatRecord",
     "ChatSent",
     "CommitQueue",
     "Conflict",
+    "CoreWriter",
     "FinishedStatus",
     "GameCreated",
     "GameFinished",
     "GameInfo",
     "GameNotPlaying",
     "GamePage",
-    "GameRecord",
     "GameStatus",
     "InvalidCursor",
     "Item",
@@ -90,9 +88,11 @@ __all__ = [
     "NameTaken",
     "SeqAdvanced",
     "SqliteSynchronous",
+    "SqliteThreadWriter",
     "Storage",
     "StorageError",
     "Store",
+    "StoredGame",
     "Token",
     "TokenKind",
     "User",
@@ -105,12 +105,14 @@ __all__ = [
     "default_database_url",
     "downgrade",
     "head_revision",
+    "make_blocking_engine",
     "make_engine",
     "make_session_factory",
     "make_write_lock",
     "name_key",
     "new_game_id",
     "normalize_url",
+    "open_batch_writer",
     "open_storage",
     "redact_url",
     "sqlite_url",

@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import weakref
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -59,9 +58,6 @@ SQLITE_BEGIN = "tessera_sqlite_begin"
 """Execution option: the statement that opens a transaction on SQLite (default ``BEGIN``)."""
 
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
-# the settings each SQLite engine was made with, for its blocking twin
-_SQLITE_SETTINGS: weakref.WeakKeyDictionary[AsyncEngine, tuple[str, int, dict[str, Any]]] = (
-    weakref.WeakKeyDictionary())
 
 
 def default_data_dir() -> Path:
@@ -140,35 +136,39 @@ def make_engine(
     if is_sqlite(parsed):
         engine = _create_async_engine(parsed, connect_args=args, **options)
         _install_sqlite_hooks(engine.sync_engine, sqlite_synchronous, busy_timeout_ms)
-        _SQLITE_SETTINGS[engine] = (sqlite_synchronous, busy_timeout_ms, args)
         return engine
     settings = {"application_name": "tessera", **dict(args.get("server_settings") or {})}
     args["server_settings"] = settings
     return _create_async_engine(parsed, connect_args=args, pool_pre_ping=True, **options)
 
 
-def make_blocking_twin(engine: AsyncEngine) -> Engine | None:
-    """A blocking engine on the same SQLite file with the same settings, or None.
+def make_blocking_engine(
+    url: str | URL,
+    *,
+    sqlite_synchronous: SqliteSynchronous = "FULL",
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    connect_args: Mapping[str, Any] | None = None,
+) -> Engine | None:
+    """A blocking engine on a SQLite file, with the settings of ``make_engine``; or None.
 
-    For a thread that runs a whole transaction in one call (``writer.CommitQueue``): through
-    aiosqlite every statement, BEGIN and COMMIT is a round trip between the event loop and
-    the driver's thread, and on a busy loop each round trip waits a whole loop iteration.
-    None for PostgreSQL (asyncpg has no thread) and for an in-memory SQLite database (another
-    connection would not see it).
+    For a thread that runs a whole transaction in one call (``statements.SqliteThreadWriter``):
+    through aiosqlite every statement, BEGIN and COMMIT is a round trip between the event
+    loop and the driver's thread, and on a busy loop each round trip waits a whole loop
+    iteration. None for PostgreSQL (asyncpg has no thread) and for an in-memory SQLite
+    database (another connection would not see it). Pass the settings the async engine
+    on the same file was made with.
     """
-    settings = _SQLITE_SETTINGS.get(engine)
-    database = engine.url.database
-    if settings is None or not database or database == ":memory:":
+    parsed = normalize_url(url)
+    if not is_sqlite(parsed) or parsed.database in (None, "", ":memory:"):
         return None
-    synchronous, busy_timeout_ms, connect_args = settings
-    twin = create_engine(engine.url.set(drivername="sqlite+pysqlite"),
-                         connect_args=connect_args)
+    engine = create_engine(parsed.set(drivername="sqlite+pysqlite"),
+                           connect_args=dict(connect_args or {}))
     # A bulk insert as a few multi-row INSERTs ("insertmanyvalues") rather than one statement
     # per row: each statement run lets go of the GIL and waits to take it back, which the
     # busy event loop's thread makes slow.
-    twin.dialect.use_insertmanyvalues_wo_returning = True
-    _install_sqlite_hooks(twin, synchronous, busy_timeout_ms)
-    return twin
+    engine.dialect.use_insertmanyvalues_wo_returning = True
+    _install_sqlite_hooks(engine, sqlite_synchronous, busy_timeout_ms)
+    return engine
 
 
 def make_write_lock(engine: AsyncEngine) -> AbstractAsyncContextManager[Any]:

@@ -152,7 +152,8 @@ class GameRow(Base):
     """One game. ``winner`` is a seat (0 or 1); ``ended_at`` is set exactly when it is over.
 
     ``last_seq`` is the sequence number of the last event written to this row (creation,
-    then the finish); events in between live in ``moves`` and ``chat``.
+    then the finish); events in between live in ``moves`` and ``chat``. ``epoch`` is the
+    fencing token of the game's owner in a cluster (``server/cluster/fencing.py``).
     """
 
     __tablename__ = "games"
@@ -185,6 +186,8 @@ class GameRow(Base):
     started_at: Mapped[datetime]
     ended_at: Mapped[datetime | None]
     last_seq: Mapped[int] = mapped_column(default=0, server_default=text("0"))
+    # the fencing token of the game's owner in a cluster: bumped by each takeover
+    epoch: Mapped[int] = mapped_column(default=0, server_default=text("0"))
 
 
 class MoveRow(Base):

@@ -66,10 +66,6 @@ class GameInfo:
     plies: int
     player_kinds: tuple[UserKind, UserKind]
 
-    @property
-    def winner_name(self) -> str | None:
-        return None if self.winner is None else self.players[self.winner]
-
 
 @dataclass(frozen=True, slots=True)
 class MoveRecord:
@@ -92,7 +88,7 @@ class ChatRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class GameRecord:
+class StoredGame:
     """A whole game: enough to replay it, resume it after a restart, or show its record."""
 
     info: GameInfo
@@ -107,11 +103,6 @@ class GameRecord:
             self.moves[-1].seq if self.moves else 0,
             self.chat[-1].seq if self.chat else 0,
         )
-
-    @property
-    def turn_started_at(self) -> datetime:
-        """When the clock of the player to move started: the last move, or the start."""
-        return self.moves[-1].played_at if self.moves else self.info.started_at
 
     def remaining_ms(self, player: int) -> int | None:
         """A seat's remaining time after its last move; None if it has not moved or untimed.

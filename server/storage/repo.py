@@ -1,9 +1,8 @@
 """The repository: every query the server makes, behind one ``Store`` object.
 
 Reads go through ORM sessions and come back as the frozen records of ``records``. Writes
-are short transactions whose first statement is a write. The hot path (moves, chat, game
-ends) does not come through here but through ``writer.CommitQueue``; ``Store.finish_game``
-is for the rare end decided outside a game's event stream (an administrator's abort).
+are short transactions whose first statement is a write. Games, moves, chat and game
+ends do not come through here: they are written by ``writer.CommitQueue``.
 
 Every method that records a moment takes ``now`` (aware, UTC) so tests and the server's
 clock decide time; it defaults to the current time.
@@ -16,7 +15,7 @@ import binascii
 import hashlib
 import json
 import secrets
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -53,15 +52,14 @@ from .records import (
     FinishedStatus,
     GameInfo,
     GamePage,
-    GameRecord,
     GameStatus,
     MoveRecord,
+    StoredGame,
     Token,
     TokenKind,
     User,
     UserKind,
 )
-from .writer import GameCreated, GameFinished, write_items
 
 MAX_PAGE = 200
 GAME_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base 32, lower case
@@ -70,6 +68,7 @@ TOKEN_TOUCH_INTERVAL = timedelta(minutes=10)  # last_used_at is this coarse, to 
 
 _USERS = cast(Table, UserRow.__table__)
 _TOKENS = cast(Table, ApiTokenRow.__table__)
+_GAMES = cast(Table, GameRow.__table__)
 
 
 def name_key(name: str) -> str:
@@ -139,11 +138,6 @@ class Store:
         except IntegrityError as exc:
             raise NameTaken(f"the name {name!r} is taken") from exc
         return _user(row)
-
-    async def get_user(self, user_id: int) -> User | None:
-        async with self.sessions() as session:
-            row = await session.get(UserRow, user_id)
-        return None if row is None else _user(row)
 
     async def get_user_by_name(self, name: str) -> User | None:
         """The account with this name in any letter case."""
@@ -296,62 +290,31 @@ class Store:
 
     # -- games ---------------------------------------------------------------------------
 
-    async def create_game(
-        self,
-        *,
-        game_key: str,
-        options: Mapping[str, Any],
-        clock: Mapping[str, Any],
-        rules_version: str,
-        player_ids: tuple[int, int],
-        seq: int = 0,
-        created_at: datetime | None = None,
-        started_at: datetime | None = None,
-        game_id: str | None = None,
-    ) -> str:
-        """Record a new game in progress and return its id (a fresh one unless given).
+    async def take_over_game(self, game_id: str) -> int | None:
+        """Bump a live game's epoch and return the new one; None if the game is unknown or
+        no longer playing.
 
-        ``seq`` is the game's event number at creation; ``started_at`` defaults to
-        ``created_at``, when the first player's clock starts.
+        A cluster node calls this after it acquired the game's lease and before it loads
+        the game: from the commit on, a write made under an older epoch is refused by the
+        database (``server/cluster/fencing.py``). On PostgreSQL the update waits for a
+        transaction of the old owner that holds the game's row, so the record loaded
+        afterwards includes everything the old owner stored.
         """
-        created = _now(created_at)
-        for attempt in range(3):
-            item = GameCreated(game_id or new_game_id(), game_key, dict(options), dict(clock),
-                               rules_version, player_ids, seq, created, started_at or created)
-            try:
-                async with self.writing, self.engine.begin() as conn:
-                    await write_items(conn, [item])
-            except IntegrityError as exc:
-                if game_id is None and attempt < 2:
-                    continue  # perhaps the random id was taken; the ids are fresh each try
-                raise Conflict(f"cannot create game {item.game_id!r}: {exc.orig}") from exc
-            return item.game_id
-        raise AssertionError("unreachable")
-
-    async def finish_game(
-        self,
-        game_id: str,
-        winner: int | None,
-        reason: str,
-        seq: int,
-        ended_at: datetime,
-        *,
-        status: FinishedStatus = "over",
-    ) -> None:
-        """End a game outside the commit queue; GameNotPlaying if unknown or already over."""
-        item = GameFinished(game_id, winner, reason, seq, ended_at, status)
         async with self.writing, self.engine.begin() as conn:
-            [error] = await write_items(conn, [item])
-        if error is not None:
-            raise error
+            row = (await conn.execute(
+                update(_GAMES)
+                .where(_GAMES.c.id == game_id, _GAMES.c.status == "playing")
+                .values(epoch=_GAMES.c.epoch + 1)
+                .returning(_GAMES.c.epoch))).one_or_none()
+        return None if row is None else int(row[0])
 
-    async def get_game_record(self, game_id: str) -> GameRecord | None:
+    async def get_game(self, game_id: str) -> StoredGame | None:
         """Everything about one game: players, settings, moves with clocks, chat, result."""
         async with self._snapshot() as session:
             records = await self._game_records(session, GameRow.id == game_id)
         return records[0] if records else None
 
-    async def load_active_games(self) -> list[GameRecord]:
+    async def load_active_games(self) -> list[StoredGame]:
         """Every game in progress with its moves and chat, oldest game first (for restarts)."""
         async with self._snapshot() as session:
             return await self._game_records(session, GameRow.status == "playing")
@@ -445,7 +408,7 @@ class Store:
 
     async def _game_records(
         self, session: AsyncSession, condition: ColumnElement[bool]
-    ) -> list[GameRecord]:
+    ) -> list[StoredGame]:
         statement = _info_query().where(condition).order_by(GameRow.created_at, GameRow.id)
         infos = [_info(*row) for row in (await session.execute(statement)).all()]
         if not infos:
@@ -470,7 +433,7 @@ class Store:
         for line, user_name in chat_rows:
             if line.game_id in chat:
                 chat[line.game_id].append(_chat(line, user_name))
-        return [GameRecord(info, tuple(moves[info.id]), tuple(chat[info.id])) for info in infos]
+        return [StoredGame(info, tuple(moves[info.id]), tuple(chat[info.id])) for info in infos]
 
 
 # -- queries and conversions -----------------------------------------------------------------

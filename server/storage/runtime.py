@@ -10,9 +10,10 @@ from typing import Any
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .db import SqliteSynchronous, make_engine, make_write_lock
+from .db import DEFAULT_BUSY_TIMEOUT_MS, SqliteSynchronous, make_engine, make_write_lock
 from .migrate import upgrade
 from .repo import Store
+from .statements import open_batch_writer
 from .writer import CommitQueue
 
 
@@ -42,12 +43,16 @@ async def open_storage(
 
     ``connect_args`` go to the driver (asyncpg: ``ssl``, ``server_settings``, ...).
     """
-    engine = make_engine(url, sqlite_synchronous=sqlite_synchronous, connect_args=connect_args)
+    settings: dict[str, Any] = {"sqlite_synchronous": sqlite_synchronous,
+                                "busy_timeout_ms": DEFAULT_BUSY_TIMEOUT_MS,
+                                "connect_args": connect_args}
+    engine = make_engine(url, **settings)
     try:
         if migrate:
             await upgrade(engine)
         lock = make_write_lock(engine)  # the store's writes and the queue's take turns
-        writer = CommitQueue(engine, max_batch=max_batch, on_commit=on_commit, write_lock=lock)
+        batches = open_batch_writer(engine, **settings)  # the engine's own settings
+        writer = CommitQueue(batches, max_batch=max_batch, on_commit=on_commit, write_lock=lock)
         writer.start()
         try:
             yield Storage(engine, Store(engine, write_lock=lock), writer)

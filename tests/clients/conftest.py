@@ -128,7 +128,7 @@ def scripted_player() -> Iterator[Callable[[str], ScriptedPlayer]]:
 
 def play_scripted_game(a: ScriptedPlayer, b: ScriptedPlayer, game: str,
                        options: dict[str, Any], *, resign_at: int | None = None,
-                       clock: p.Clock | None = None) -> tuple[str, engine.State]:
+                       clock: p.TimeControl | None = None) -> tuple[str, engine.State]:
     """Two guests play a whole game (first legal move each turn); returns id and state.
 
     With ``resign_at``, the player to move at that ply resigns instead.

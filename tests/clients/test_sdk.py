@@ -227,7 +227,7 @@ async def test_the_policy_declines_games_clocks_senders_and_a_busy_bot(
     started: list[p.GameStarted] = []
 
     async def offer(conn: Connection, game: str, options: dict[str, object],
-                    clock: p.Clock) -> str:
+                    clock: p.TimeControl) -> str:
         """Challenge gamma; its answer (a game_started seen on the way is kept)."""
         created = await conn.call(p.Challenge, to="gamma", game=game, options=options,
                                   clock=clock)

@@ -187,6 +187,7 @@ EXAMPLES: dict[str, p.Message] = {
     "lobby_unsubscribe": p.LobbyUnsubscribe(id=39),
     "seek_added": p.SeekAdded(seek=SEEK),
     "seek_removed": p.SeekRemoved(seek_id=17),
+    "seek_taken": p.SeekTaken(seek_id=17, game_id=GAME_ID),
     "player_online": p.PlayerOnline(user=BOB),
     "player_offline": p.PlayerOffline(name="bob"),
     # Seeks
@@ -214,8 +215,12 @@ EXAMPLES: dict[str, p.Message] = {
     ),
     "accept_challenge": p.AcceptChallenge(id=6, challenge_id=5),
     "decline_challenge": p.DeclineChallenge(id=6, challenge_id=5),
+    "decline_challenge_why": p.DeclineChallenge(
+        id=6, challenge_id=5, message="I play Hadron only"),
     "cancel_challenge": p.CancelChallenge(id=10, challenge_id=5),
     "challenge_ended": p.ChallengeEnded(challenge_id=5, reason="accepted"),
+    "challenge_ended_declined": p.ChallengeEnded(
+        challenge_id=5, reason="declined", message="I play Hadron only"),
     # Playing
     "game_started": p.GameStarted(game_id=GAME_ID, seq=1, snapshot=SNAPSHOT_START),
     "move": p.Move(id=11, game_id=GAME_ID, ply=0, move="Bc3"),

@@ -92,3 +92,31 @@ def test_session_decodes_with_its_frame_limit() -> None:
     session = p.ServerSession(max_frame_bytes=32)
     with pytest.raises(p.FrameTooLarge):
         session.receive(p.encode(p.Hello(id=1, version=1, client="x" * 40)))
+
+
+@pytest.mark.parametrize("cls", list(p.CLIENT_MESSAGES.values()), ids=lambda c: c.TAG)
+def test_every_request_declares_its_phases_and_replies(cls: type[p.Message]) -> None:
+    assert cls.PHASES, f"{cls.TAG} declares no phase it is accepted in"
+    assert cls.REPLIES and all(tag in p.SERVER_MESSAGES for tag in cls.REPLIES)
+    assert p.ACCEPTED_IN[cls] == cls.PHASES
+    assert p.REPLIES[cls] == tuple(p.SERVER_MESSAGES[tag] for tag in cls.REPLIES)
+
+
+def test_the_session_moves_only_on_declared_transitions() -> None:
+    assert {
+        (Phase.CONNECTED, p.Hello): Phase.GREETED,
+        (Phase.GREETED, p.Register): Phase.AUTHENTICATED,
+        (Phase.GREETED, p.Login): Phase.AUTHENTICATED,
+        (Phase.GREETED, p.Guest): Phase.AUTHENTICATED,
+        (Phase.GREETED, p.AuthToken): Phase.AUTHENTICATED,
+        (Phase.AUTHENTICATED, p.Logout): Phase.GREETED,
+    } == p.TRANSITIONS
+
+
+def test_a_trusted_reply_cannot_skip_a_phase_change() -> None:
+    session = p.ServerSession()
+    session.receive(p.encode(p.Hello(id=1, version=1)))
+    with pytest.raises(TypeError, match="moves the phase"):
+        session.send_trusted(p.Welcome, id=1, version=1, server="x", limits=None, games=())
+    ack = session.send_trusted(p.MoveAck, id=9, game_id="g1", ply=0, seq=2)
+    assert p.decode_server(ack) == p.MoveAck(id=9, game_id="g1", ply=0, seq=2)

@@ -310,3 +310,43 @@ def test_a_decoded_message_equals_the_one_built_from_its_values() -> None:
     assert decoded == built and decoded.limit == built.limit
     with pytest.raises(p.InvalidMessage, match="needs 'player'"):  # _check runs on decode
         p.decode_client(frame({"t": "list_games", "id": 4, "result": "win"}))
+
+
+def _fields_of_every_message() -> list[tuple[str, str, bool]]:
+    """(example name, wire field, optional) for every field of every message class: the
+    examples cover every class (test_golden checks that)."""
+    import dataclasses
+
+    from tests.protocol.examples import EXAMPLES
+
+    cases = []
+    for name, message in EXAMPLES.items():
+        for f in dataclasses.fields(message):  # type: ignore[arg-type]
+            optional = (f.default is not dataclasses.MISSING
+                        or f.default_factory is not dataclasses.MISSING)
+            cases.append((name, f.name.rstrip("_"), optional))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "field", "optional"), _fields_of_every_message())
+def test_nil_for_an_optional_field_means_leaving_it_out(name: str, field: str,
+                                                        optional: bool) -> None:
+    """PROTOCOL.md section 2: an optional field may be nil; a required one may not."""
+    from tests.protocol.examples import EXAMPLES
+
+    message = EXAMPLES[name]
+    decode = p.decode_client if type(message).TAG in p.CLIENT_MESSAGES else p.decode_server
+    wire = message.to_wire()
+    with_nil = {**wire, field: None}
+    left_out = {key: value for key, value in wire.items() if key != field}
+    def outcome(data: dict[str, Any]) -> Any:
+        try:
+            return decode(frame(data))
+        except p.ProtocolError as exc:  # e.g. game_over without a winner needs reason abort
+            return type(exc), str(exc)
+
+    if optional:
+        assert outcome(with_nil) == outcome(left_out)
+    else:
+        error = refused(frame(with_nil), p.InvalidMessage, server=decode is p.decode_server)
+        assert field in str(error)

@@ -191,7 +191,7 @@ class Game:
 
 
 async def start_game(a: Player, b: Player, key: str, options: dict[str, Any] | None = None,
-                     clock: p.Clock = FAST_CLOCK) -> Game:
+                     clock: p.TimeControl = FAST_CLOCK) -> Game:
     """``a`` challenges ``b`` taking seat 0; ``b`` accepts; both see ``game_started``."""
     created = await a.call(p.Challenge, to=b.name, game=key, options=options or {},
                            clock=clock, color=0)

@@ -127,7 +127,7 @@ async def test_a_stream_of_bad_frames_ends_in_a_close(serve: Serve) -> None:
 async def test_a_client_that_stops_reading_is_dropped(serve: Serve) -> None:
     async with serve(out_buffer_bytes=64 * 1024) as live:
         raw = await RawSocket.open(live.url)
-        [session] = live.running.game_server.sessions
+        [session] = live.running.app.sessions
         assert raw.ws.transport is not None
         raw.ws.transport.pause_reading()  # the client reads nothing more
         frame = p.encode(p.Pong(id=1)) + bytes(60_000)  # the content does not matter

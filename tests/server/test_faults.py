@@ -434,7 +434,7 @@ async def test_a_client_that_stops_reading_is_cut_off_and_memory_stays_bounded(
     ``out_buffer_bytes`` (and a frame) waiting unread in its memory, then a close with 1008,
     while a subscriber that reads gets every event and another game goes on."""
     async with serve(**NO_LIMITS) as live:
-        gs = live.running.game_server
+        gs = live.running.app
         limit = live.settings.out_buffer_bytes
         before = set(gs.sessions)
         sock = socket.socket()

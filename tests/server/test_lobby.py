@@ -64,10 +64,13 @@ async def test_matching_seeks_pair_into_a_game(clients: Clients) -> None:
     other = await b.call(p.Seek, game="hadron", options={"size": 4}, clock=FAST_CLOCK)
     assert [e.seek.seek_id for e in await watcher.drain()] == [first.seek_id, other.seek_id]
 
-    await b.call(p.Seek, game="hadron", options={"size": 5}, clock=FAST_CLOCK)
-    [started] = queued(b)  # events before replies: the game had started already
+    paired = await b.call(p.Seek, game="hadron", options={"size": 5}, clock=FAST_CLOCK)
+    [started, taken] = queued(b)  # events before replies: the game had started already
     assert isinstance(started, p.GameStarted)
+    assert taken == p.SeekTaken(seek_id=paired.seek_id, game_id=started.game_id)
     assert await a.wait_for(p.GameStarted) == started
+    assert await a.wait_for(p.SeekTaken) == p.SeekTaken(seek_id=first.seek_id,
+                                                         game_id=started.game_id)
     assert {u.name for u in started.snapshot.players} == {a.name, b.name}
     assert (started.snapshot.game, started.snapshot.options) == ("hadron", HADRON)
     assert await watcher.drain() == [p.SeekRemoved(seek_id=first.seek_id)]
@@ -89,6 +92,8 @@ async def test_accept_seek(clients: Clients) -> None:
     [started] = queued(b)
     assert isinstance(started, p.GameStarted) and started.seq == 1
     assert await a.wait_for(p.GameStarted) == started
+    assert await a.wait_for(p.SeekTaken) == p.SeekTaken(seek_id=seek.seek_id,
+                                                         game_id=started.game_id)
     assert {u.name for u in started.snapshot.players} == {a.name, b.name}
     assert started.snapshot.status == "waiting"
 

@@ -11,7 +11,7 @@ from .support import start_game
 
 
 def _session_of(live: Live, name: str) -> Any:
-    (session,) = [s for s in live.running.game_server.sessions
+    (session,) = [s for s in live.running.app.sessions
                   if s.user is not None and s.user.name == name]
     return session
 

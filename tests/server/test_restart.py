@@ -182,3 +182,24 @@ async def test_sigterm_closes_with_going_away_and_the_game_resumes(
     assert views[0].state.moves == views[1].state.moves
     assert list(views[0].state.moves) == [acked[ply] for ply in sorted(acked)]
     await finish_and_check(players, views, acked)
+
+
+async def test_a_resume_after_a_restart_answers_with_the_game_and_the_servers_clocks(
+        server_process: Callable[..., ServerProcess],
+        open_clients: Callable[[str], Clients]) -> None:
+    """Up to date before the crash, a player resumes from the game's last seq: the answer is
+    a snapshot (the clocks were restarted when the game was restored), not an empty ok."""
+    proc = server_process(*GRACE)
+    await proc.start()
+    players, views, _ = await start_playing(proc, open_clients)
+    assert await proc.stopped(signal.SIGKILL) == -signal.SIGKILL
+    await proc.start()
+    player = await open_clients(proc.url).with_token(players[0].token)
+    reply = await player.call(p.Resume, game_id=views[0].game_id, since_seq=views[0].last_seq)
+    assert isinstance(reply, p.GameState), reply
+    assert reply.game.seq == views[0].last_seq and reply.game.ply == views[0].state.ply
+    assert reply.game.clocks_ms is not None  # the server's figures, for the client to show
+    spectator = await open_clients(proc.url).guest()
+    watched = await spectator.call(p.Watch, game_id=views[0].game_id)
+    assert max(abs(a - b) for a, b in zip(watched.game.clocks_ms, reply.game.clocks_ms,
+                                          strict=True)) < 2000

@@ -2,7 +2,7 @@
 
 Writes batches like those of a busy server (``--moves`` moves of running games, ``--games``
 game starts and as many game ends) into a fresh SQLite file, once through Core statements
-and once through the SQL text the commit queue uses on SQLite (``_SqliteStatements``),
+and once through the SQL text the commit queue uses on SQLite (``SqliteTextStatements``),
 alternately, and prints the median CPU time of the writing thread per batch and per move.
 That thread's Python holds the GIL the event loop waits for, so less here is more moves a
 second for the server (docs/PERFORMANCE.md, second round).
@@ -27,8 +27,8 @@ from server.storage import (
     open_storage,
     sqlite_url,
 )
-from server.storage.db import make_blocking_twin, make_engine
-from server.storage.writer import write_items_blocking
+from server.storage.db import make_blocking_engine
+from server.storage.statements import CoreStatements, SqliteTextStatements, write_batch
 
 FISCHER = {"kind": "fischer", "base_ms": 60_000, "increment_ms": 1_000}
 
@@ -42,8 +42,9 @@ async def _players(url: str) -> tuple[int, int]:
 
 def measure(url: str, moves: int, games: int, batches: int) -> dict[str, float]:
     players = asyncio.run(_players(url))
-    twin = make_blocking_twin(make_engine(url))
+    twin = make_blocking_engine(url)
     assert twin is not None
+    statements = {True: CoreStatements(), False: SqliteTextStatements(twin.dialect)}
     plies: dict[str, int] = {}  # the games running, and their next ply
     cpu: dict[bool, list[float]] = {True: [], False: []}
     with twin.connect() as conn:
@@ -68,7 +69,7 @@ def measure(url: str, moves: int, games: int, batches: int) -> dict[str, float]:
             core = number % 2 == 0
             began = time.thread_time()
             with conn.begin():
-                outcomes = write_items_blocking(conn, items, core=core)
+                outcomes = write_batch(conn, items, statements[core])
             cpu[core].append(time.thread_time() - began)
             assert not any(outcomes), outcomes
     twin.dispose()

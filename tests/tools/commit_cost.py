@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from server.storage import MovePlayed, open_storage, sqlite_url
+from server.storage import GameCreated, MovePlayed, new_game_id, open_storage, sqlite_url
 
 
 async def measure(url: str, synchronous: str, moves: int, games: int) -> dict[str, float]:
@@ -26,10 +26,12 @@ async def measure(url: str, synchronous: str, moves: int, games: int) -> dict[st
         store, writer = storage.store, storage.writer
         a = await store.create_user(f"a{synchronous}", "guest")
         b = await store.create_user(f"b{synchronous}", "guest")
-        ids = [await store.create_game(game_key="hadron", options={"size": 5},
-                                       clock={"kind": "unlimited"}, rules_version="1",
-                                       player_ids=(a.id, b.id), seq=1)
-               for _ in range(games)]
+        now = datetime.now(UTC)
+        ids = [new_game_id() for _ in range(games)]
+        for game_id in ids:
+            await writer.submit(GameCreated(game_id, "hadron", {"size": 5},
+                                            {"kind": "unlimited"}, "1", (a.id, b.id), 1, now,
+                                            now))
 
         def move(game_id: str, ply: int) -> MovePlayed:
             return MovePlayed(game_id, ply, ply + 2, f"m{ply}", ply % 2, 10, None,

@@ -25,6 +25,7 @@ from server.storage import (
     Store,
     User,
     make_engine,
+    open_batch_writer,
     redact_url,
     sqlite_url,
     upgrade,
@@ -134,7 +135,7 @@ def store(engine: AsyncEngine) -> Store:
 
 @pytest.fixture
 async def writer(engine: AsyncEngine) -> AsyncIterator[CommitQueue]:
-    queue = CommitQueue(engine, max_batch=64)
+    queue = CommitQueue(open_batch_writer(engine), max_batch=64)
     queue.start()
     yield queue
     await queue.close()

@@ -5,19 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from server.storage import (
     ChatSent,
     CommitQueue,
     Conflict,
+    CoreWriter,
     FinishedStatus,
+    GameCreated,
     GameFinished,
     GameNotPlaying,
     InvalidCursor,
     MovePlayed,
     Store,
     User,
+    new_game_id,
+    open_batch_writer,
 )
 
 from .conftest import T0, Database, at
@@ -26,17 +31,20 @@ FISCHER = {"kind": "fischer", "base_ms": 60_000, "increment_ms": 1_000}
 
 
 async def new_game(
-    store: Store, players: tuple[User, User], key: str = "xodd", created: float = 0, **kw: Any
+    store: Store, players: tuple[User, User], key: str = "xodd", created: float = 0,
+    game_id: str | None = None, player_ids: tuple[int, int] | None = None,
 ) -> str:
-    return await store.create_game(
-        game_key=key,
-        options=kw.pop("options", {"size": 9}),
-        clock=FISCHER,
-        rules_version="1",
-        player_ids=(players[0].id, players[1].id),
-        created_at=at(created),
-        **kw,
-    )
+    """Store a new game in progress in a transaction of its own (as the commit queue
+    would, through the reference writer); Conflict if the id or a player is refused."""
+    item = GameCreated(game_id or new_game_id(), key, {"size": 9}, FISCHER, "1",
+                       player_ids or (players[0].id, players[1].id), 0, at(created),
+                       at(created))
+    try:
+        async with store.writing:
+            await CoreWriter(store.engine).write([item])
+    except IntegrityError as exc:
+        raise Conflict(f"cannot create game {item.game_id!r}: {exc.orig}") from exc
+    return item.game_id
 
 
 def move(game_id: str, ply: int, text: str = "", at_s: float = 1.0, seq: int = 0) -> MovePlayed:
@@ -63,7 +71,7 @@ async def test_a_whole_game_is_recorded(
     await writer.submit(move(game_id, 3, seq=5))
     await writer.submit(GameFinished(game_id, 1, "resign", 6, at(10)))
 
-    record = await store.get_game_record(game_id)
+    record = await store.get_game(game_id)
     assert record is not None
     info = record.info
     assert (info.game_key, info.options, info.clock, info.rules_version) == (
@@ -71,9 +79,7 @@ async def test_a_whole_game_is_recorded(
     )
     assert info.players == ("Alice", "Bot9")
     assert info.player_ids == (players[0].id, players[1].id)
-    assert (info.status, info.winner, info.winner_name, info.reason) == (
-        "over", 1, "Bot9", "resign"
-    )
+    assert (info.status, info.winner, info.reason) == ("over", 1, "resign")
     assert (info.created_at, info.started_at, info.ended_at) == (T0, T0, at(10))
     assert (info.plies, info.last_seq, record.last_seq) == (4, 6, 6)
     assert [(m.ply, m.seq, m.move, m.player) for m in record.moves] == [
@@ -85,21 +91,21 @@ async def test_a_whole_game_is_recorded(
     assert (line.seq, line.user_id, line.user_name, line.text, line.sent_at) == (
         4, players[1].id, "Bot9", "good luck", at(5)
     )
-    assert await store.get_game_record("nosuchgame") is None
+    assert await store.get_game("nosuchgame") is None
 
 
 async def test_a_game_ends_once(
     store: Store, writer: CommitQueue, players: tuple[User, User]
 ) -> None:
     game_id = await new_game(store, players)
-    await store.finish_game(game_id, None, "abort", 1, at(2), status="aborted")
+    await writer.submit(GameFinished(game_id, None, "abort", 1, at(2), "aborted"))
     with pytest.raises(GameNotPlaying):
-        await store.finish_game(game_id, 0, "resign", 2, at(3))
+        await writer.submit(GameFinished(game_id, 0, "resign", 2, at(3)))
     with pytest.raises(GameNotPlaying):
         await writer.submit(GameFinished(game_id, 0, "timeout", 2, at(3)))
     with pytest.raises(GameNotPlaying):
         await writer.submit(GameFinished("nosuchgame", 0, "timeout", 2, at(3)))
-    record = await store.get_game_record(game_id)
+    record = await store.get_game(game_id)
     assert record is not None
     assert (record.info.status, record.info.winner, record.info.reason) == (
         "aborted", None, "abort"
@@ -113,9 +119,7 @@ async def test_create_game_checks_players_and_ids(
     with pytest.raises(Conflict):
         await new_game(store, players, game_id="fixed")
     with pytest.raises(Conflict):
-        await store.create_game(
-            game_key="xodd", options={}, clock={}, rules_version="1", player_ids=(1, 999)
-        )
+        await new_game(store, players, player_ids=(1, 999))
 
 
 async def test_items_are_validated_when_built() -> None:
@@ -146,7 +150,7 @@ async def test_active_games_survive_a_restart(db: Database) -> None:
     players = (alice, bot)
     playing = [await new_game(store, players, created=n) for n in range(3)]
     done = await new_game(store, players, created=5)
-    async with CommitQueue(first) as writer:
+    async with CommitQueue(open_batch_writer(first)) as writer:
         for ply in range(4):
             for game_id in playing[:2]:
                 await writer.submit(move(game_id, ply))
@@ -161,7 +165,7 @@ async def test_active_games_survive_a_restart(db: Database) -> None:
     assert [m.ply for m in zero.moves] == [0, 1, 2, 3]
     assert [c.text for c in zero.chat] == ["brb"] and one.chat == ()
     assert zero.last_seq == 5 and one.last_seq == 4 and two.last_seq == 0
-    assert zero.turn_started_at == at(1 + 3) and two.turn_started_at == at(2)
+    assert zero.moves[-1].played_at == at(1 + 3) and two.info.started_at == at(2)
     assert (zero.remaining_ms(0), zero.remaining_ms(1)) == (58_500, 58_000)
     assert two.moves == () and two.remaining_ms(0) is None
     assert all(r.info.status == "playing" and r.info.ended_at is None for r in restored)
@@ -182,7 +186,7 @@ async def history(store: Store, players: tuple[User, User], engine: AsyncEngine)
         ("xodd", (alice, bot), 1, "over", 50),
     ]
     finished = []
-    async with CommitQueue(engine) as writer:
+    async with CommitQueue(open_batch_writer(engine)) as writer:
         for n, (key, seats, winner, status, ended) in enumerate(plan):
             game_id = await new_game(store, seats, key, created=n, game_id=f"g{n}")
             await writer.submit(move(game_id, 0))
@@ -214,7 +218,7 @@ async def test_history_pages_newest_first_without_gaps_or_repeats(
     page = await store.list_games(limit=3)
     assert [g.id for g in page.games] == ["g6", "g5", "g4"] and page.next_cursor
     first = page.games[0]
-    assert (first.players, first.winner_name, first.plies) == (("Alice", "Bot9"), "Bot9", 1)
+    assert (first.players, first.winner, first.plies) == (("Alice", "Bot9"), 1, 1)
     assert first.player_kinds == ("human", "bot")
     assert await store.list_game_ids() == [f"g{n}" for n in range(7)] + ["live"]
 

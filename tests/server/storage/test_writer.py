@@ -29,10 +29,11 @@ from server.storage import (
     current_revision,
     head_revision,
     make_write_lock,
+    open_batch_writer,
     open_storage,
 )
-from server.storage.db import make_blocking_twin
-from server.storage.writer import write_items_blocking
+from server.storage.db import make_blocking_engine
+from server.storage.statements import CoreStatements, SqliteTextStatements, write_batch
 
 from .conftest import Database, at, sqlite_url
 from .test_games import FISCHER, move, new_game
@@ -68,7 +69,8 @@ async def test_concurrent_submits_share_few_transactions(
     items = [move(game_id, ply) for ply in range(5) for game_id in games]
     sizes: list[int] = []
     with counting_commits(engine) as commits:
-        async with CommitQueue(engine, max_batch=64, on_commit=sizes.append) as writer:
+        async with CommitQueue(open_batch_writer(engine), max_batch=64,
+                               on_commit=sizes.append) as writer:
             await asyncio.gather(*(writer.submit(item) for item in items))
     assert await stored_moves(engine) == {(i.game_id, i.ply) for i in items}
     assert len(commits) == writer.stats.transactions == len(sizes) <= 5  # 200 items / 64
@@ -113,7 +115,7 @@ async def test_a_bad_item_is_rejected_and_the_rest_of_its_batch_stored(
         "NoneType", "Conflict", "NoneType", "Conflict", "NoneType", "NoneType", "Conflict"
     ]
     assert await stored_moves(engine) == {(first, 0), (first, 1), (second, 0), (second, 1)}
-    record = await store.get_game_record(first)
+    record = await store.get_game(first)
     assert record is not None and record.moves[0].move == "Ba1"  # the original, not "Bz9"
     assert writer.stats.isolated == 1 and writer.stats.failed == 3
     await writer.submit(move(first, 2))  # and the queue carries on
@@ -141,7 +143,7 @@ async def test_close_writes_everything_queued_then_refuses(
     store: Store, engine: AsyncEngine, players: tuple[User, User]
 ) -> None:
     game_id = await new_game(store, players)
-    writer = CommitQueue(engine, max_batch=8)
+    writer = CommitQueue(open_batch_writer(engine), max_batch=8)
     with pytest.raises(WriterClosed):
         await writer.submit(move(game_id, 0))  # not started yet
     writer.start()
@@ -196,7 +198,7 @@ async def test_open_storage_migrates_serves_and_flushes(db: Database) -> None:
 
 
 async def test_a_cancelled_writer_fails_what_it_could_not_write(engine: AsyncEngine) -> None:
-    writer = CommitQueue(engine)
+    writer = CommitQueue(open_batch_writer(engine))
     writer.start()
     await asyncio.sleep(0)  # the task waits for work
     assert writer._task is not None
@@ -214,11 +216,11 @@ async def test_a_numbered_event_without_a_row_advances_the_stored_seq(
 
     game_id = await new_game(store, players)
     await writer.submit(move(game_id, 0))
-    before = await store.get_game_record(game_id)
+    before = await store.get_game(game_id)
     assert before is not None
     await writer.submit(SeqAdvanced(game_id, before.last_seq + 1))
     await writer.submit(SeqAdvanced(game_id, before.last_seq))  # older: never goes back
-    after = await store.get_game_record(game_id)
+    after = await store.get_game(game_id)
     assert after is not None and after.last_seq == before.last_seq + 1
 
 
@@ -239,7 +241,7 @@ async def test_games_are_created_in_the_batches_of_other_games_moves(
             return_exceptions=True)
     assert [type(o).__name__ for o in outcomes] == ["NoneType", "NoneType", "NoneType",
                                                      "Conflict"]
-    record = await store.get_game_record("newgame1")
+    record = await store.get_game("newgame1")
     assert record is not None and record.info.status == "playing"
     assert record.info.options == {"size": 5} and record.info.last_seq == 1
     await writer.submit(move("newgame2", 0))  # a created game takes moves at once
@@ -258,7 +260,7 @@ async def test_the_store_and_the_queue_take_turns_to_write(db: Database) -> None
     players = (await store.create_user("Alice", "human"),
                await store.create_user("Bob", "human"))
     games = [await new_game(store, players, created=n) for n in range(10)]
-    async with CommitQueue(engine, write_lock=lock) as writer:
+    async with CommitQueue(open_batch_writer(engine), write_lock=lock) as writer:
 
         async def play(game_id: str) -> None:
             for ply in range(20):
@@ -303,10 +305,11 @@ async def test_sqlite_text_statements_store_what_core_stores(tmp_path: Path) -> 
         store = Store(engine)
         for name in ("ann", "bob"):
             await store.create_user(name, "human")
-        twin = make_blocking_twin(engine)
+        twin = make_blocking_engine(engine.url)
         assert twin is not None
+        statements = CoreStatements() if core else SqliteTextStatements(twin.dialect)
         with twin.connect() as conn, conn.begin():
-            outcomes = write_items_blocking(conn, items, core=core)
+            outcomes = write_batch(conn, items, statements)
         twin.dispose()
         await _dispose_all(database)
         with contextlib.closing(sqlite3.connect(tmp_path / f"core-{core}.db")) as raw:

@@ -19,11 +19,11 @@ import engine
 import protocol as p
 from protocol.limits import MAX_LISTED_MOVES
 
-from .rooms import refuse
+from ..rooms import refuse
 
 if TYPE_CHECKING:
-    from .app import GameServer
-    from .session import Session
+    from ..app import App
+    from ..session import Session
 
 RECENT_POSITIONS = 256  # games whose last asked-for position is kept, to step on from it
 CELL_CHARS = ".01"  # engine cell value (0 empty, 1 seat 0, 2 seat 1) -> wire character
@@ -34,14 +34,14 @@ def _geometry(game: str, options: tuple[tuple[str, int | str], ...]) -> dict[str
     return engine.get_game(game).board(dict(options)).describe()
 
 
-async def on_get_board(session: Session, m: p.GetBoard) -> p.Board:
+async def on_get_board(s: Session, m: p.GetBoard) -> p.Board:
     options = dict(m.options)  # complete: the message filled in the defaults
     geometry = _geometry(m.game, tuple(sorted(options.items())))
     return p.Board(id=m.id, game=m.game, options=options, geometry=geometry)
 
 
-async def on_get_position(session: Session, m: p.GetPosition) -> p.Position:
-    state = await _state_at(session.server, m.game_id, m.ply)
+async def on_get_position(s: Session, m: p.GetPosition) -> p.Position:
+    state = await _state_at(s.app, m.game_id, m.ply)
     last = state.moves[-1] if state.moves else None
     listed = state.legal_moves_upto(MAX_LISTED_MOVES)
     return p.Position(
@@ -52,8 +52,8 @@ async def on_get_position(session: Session, m: p.GetPosition) -> p.Position:
         legal_moves=None if listed is None else tuple(str(move) for move in listed))
 
 
-async def on_check_move(session: Session, m: p.CheckMove) -> p.MoveCheck:
-    state = await _state_at(session.server, m.game_id, m.ply)
+async def on_check_move(s: Session, m: p.CheckMove) -> p.MoveCheck:
+    state = await _state_at(s.app, m.game_id, m.ply)
     try:
         move = state.parse_move(m.move)
     except engine.IllegalMove as exc:
@@ -81,19 +81,19 @@ class _Recent:
             self.states.popitem(last=False)
 
 
-_RECENT: WeakKeyDictionary[GameServer, _Recent] = WeakKeyDictionary()
+_RECENT: WeakKeyDictionary[App, _Recent] = WeakKeyDictionary()
 
 
-async def _state_at(server: GameServer, game_id: str, ply: int | None) -> engine.State:
+async def _state_at(app: App, game_id: str, ply: int | None) -> engine.State:
     """The state of ``game_id`` after ``ply`` moves (all of them if None); not_found for an
     unknown game or a ply it has not reached."""
-    key, options, moves = await _moves_of(server, game_id)
+    key, options, moves = await _moves_of(app, game_id)
     if ply is None:
         ply = len(moves)
     if ply > len(moves):
         raise refuse(p.ErrorCode.NOT_FOUND, f"game {game_id} has no position at ply {ply}: "
                      f"it has {len(moves)} moves", game_id)
-    recent = _RECENT.setdefault(server, _Recent())
+    recent = _RECENT.setdefault(app, _Recent())
     state = recent.get(game_id, ply)
     if state is None or state.moves != moves[:state.ply]:
         state = engine.get_game(key).new(**options)
@@ -103,12 +103,12 @@ async def _state_at(server: GameServer, game_id: str, ply: int | None) -> engine
     return state
 
 
-async def _moves_of(server: GameServer, game_id: str
+async def _moves_of(app: App, game_id: str
                     ) -> tuple[str, dict[str, int | str], tuple[str, ...]]:
     """A game's key, options and canonical moves: from its room if this server holds it
     (live, or finished and remembered), else from storage."""
-    room = server.rooms.get(game_id) or await server.finished_room(game_id)
+    room = app.games.live(game_id) or await app.games.any(game_id)
     if room is not None:
         return room.key, dict(room.state.options), room.state.moves
-    record = await server.record(game_id)  # not_found if there is no such game
+    record = await app.history.record(game_id)  # not_found if there is no such game
     return record.game, dict(record.options), tuple(m.move for m in record.moves)

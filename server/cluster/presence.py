@@ -1,0 +1,177 @@
+"""Who is online, across nodes: each node keeps its own members, so a dead node's members
+go with its heartbeat.
+
+Every node has a hash ``tessera:{cluster}:online:{node}`` (a user's case-folded name ->
+who they are) of the users with at least one connection there. A user is online if they
+are in the hash of a *live* node (``live_nodes()``, from the node registry): when a node
+dies, its members stop counting at once, without anyone deleting anything, and the node
+that claims the dead one (``NodeRegistry.check_dead``) calls ``reap`` to learn which of them
+are now offline everywhere (to announce ``player_offline``) and drop its hash.
+
+``join`` and ``leave`` are one Lua script each, so when two nodes race (a user connecting
+to one while leaving another) exactly one of them sees the user come online, or go.
+
+``PresenceStore`` is the interface; ``MemoryPresence`` is a lone server's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+import msgpack
+import redis.asyncio as aioredis
+
+from server.storage import name_key
+
+from .keys import Keys
+
+
+@dataclass(frozen=True, slots=True)
+class Online:
+    """A user with a connection somewhere, and the nodes they are connected to."""
+
+    user_id: int
+    name: str
+    kind: str
+    nodes: tuple[str, ...] = ()
+
+    def pack(self) -> bytes:
+        packed: bytes = msgpack.packb([self.user_id, self.name, self.kind])
+        return packed
+
+    @classmethod
+    def unpack(cls, data: bytes, nodes: tuple[str, ...] = ()) -> Online:
+        user_id, name, kind = msgpack.unpackb(data)
+        return cls(user_id, name, kind, nodes)
+
+
+class PresenceStore(Protocol):
+    async def join(self, user: Online) -> bool:
+        """This node has the user's first connection here; True if they were offline
+        everywhere until now (announce ``player_online``)."""
+
+    async def leave(self, user: Online) -> bool:
+        """This node lost the user's last connection here; True if they are now offline
+        everywhere (announce ``player_offline``)."""
+
+    async def find(self, name: str) -> Online | None:
+        """The online user of this name (any letter case), with the nodes they are on."""
+
+    async def everyone(self) -> list[Online]:
+        """Every online user, by name."""
+
+
+_JOIN = """
+local before = redis.call('HEXISTS', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+if before == 1 then return 0 end
+for i = 2, #KEYS do
+  if redis.call('HEXISTS', KEYS[i], ARGV[1]) == 1 then return 0 end
+end
+return 1
+"""
+_LEAVE = """
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+for i = 2, #KEYS do
+  if redis.call('HEXISTS', KEYS[i], ARGV[1]) == 1 then return 0 end
+end
+return 1
+"""
+_REAP = """
+local gone = {}
+local members = redis.call('HGETALL', KEYS[1])
+for m = 1, #members, 2 do
+  local elsewhere = false
+  for i = 2, #KEYS do
+    if redis.call('HEXISTS', KEYS[i], members[m]) == 1 then elsewhere = true; break end
+  end
+  if not elsewhere then table.insert(gone, members[m + 1]) end
+end
+redis.call('DEL', KEYS[1])
+return gone
+"""
+
+
+class RedisPresence:
+    """``PresenceStore`` in Redis for the node ``node_id``; ``live_nodes()`` names the
+    nodes alive now (this one included or not: it is added)."""
+
+    def __init__(self, redis: aioredis.Redis, keys: Keys, node_id: str,
+                 live_nodes: Callable[[], Iterable[str]]) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.node_id = node_id
+        self._live_nodes = live_nodes
+        self._join = redis.register_script(_JOIN)
+        self._leave = redis.register_script(_LEAVE)
+        self._reap = redis.register_script(_REAP)
+
+    def _others(self) -> list[str]:
+        return sorted(set(self._live_nodes()) - {self.node_id})
+
+    async def join(self, user: Online) -> bool:
+        others = [self.keys.online(node) for node in self._others()]
+        return bool(await self._join(keys=[self.keys.online(self.node_id), *others],
+                                     args=[name_key(user.name), user.pack()]))
+
+    async def leave(self, user: Online) -> bool:
+        others = [self.keys.online(node) for node in self._others()]
+        return bool(await self._leave(keys=[self.keys.online(self.node_id), *others],
+                                      args=[name_key(user.name)]))
+
+    async def find(self, name: str) -> Online | None:
+        nodes = sorted({self.node_id, *self._others()})
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for node in nodes:
+                pipe.hget(self.keys.online(node), name_key(name))
+            found = await pipe.execute()
+        on = tuple(node for node, record in zip(nodes, found, strict=True) if record)
+        record = next((r for r in found if r), None)
+        return None if record is None else Online.unpack(record, on)
+
+    async def everyone(self) -> list[Online]:
+        nodes = sorted({self.node_id, *self._others()})
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for node in nodes:
+                pipe.hgetall(self.keys.online(node))
+            hashes = await pipe.execute()
+        records: dict[bytes, bytes] = {}
+        where: dict[bytes, list[str]] = {}
+        for node, members in zip(nodes, hashes, strict=True):
+            for key, record in members.items():
+                records[key] = record
+                where.setdefault(key, []).append(node)
+        return sorted((Online.unpack(records[key], tuple(where[key])) for key in records),
+                      key=lambda user: name_key(user.name))
+
+    async def reap(self, dead_node: str) -> list[Online]:
+        """Forget a dead node's members; those now offline everywhere (announce them)."""
+        survivors = sorted({self.node_id, *self._others()} - {dead_node})
+        others = [self.keys.online(node) for node in survivors]
+        gone = await self._reap(keys=[self.keys.online(dead_node), *others])
+        return [Online.unpack(record) for record in gone]
+
+
+class MemoryPresence:
+    """``PresenceStore`` of one process (a lone server: one node)."""
+
+    def __init__(self, node_id: str = "local") -> None:
+        self.node_id = node_id
+        self._online: dict[str, Online] = {}
+
+    async def join(self, user: Online) -> bool:
+        key = name_key(user.name)
+        new = key not in self._online
+        self._online[key] = Online(user.user_id, user.name, user.kind, (self.node_id,))
+        return new
+
+    async def leave(self, user: Online) -> bool:
+        return self._online.pop(name_key(user.name), None) is not None
+
+    async def find(self, name: str) -> Online | None:
+        return self._online.get(name_key(name))
+
+    async def everyone(self) -> list[Online]:
+        return [self._online[key] for key in sorted(self._online)]

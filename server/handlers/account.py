@@ -1,0 +1,66 @@
+"""Handshake and accounts: hello, register, login, guest, auth_token, logout, ping."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import protocol as p
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..storage import User
+
+log = logging.getLogger(__name__)
+
+
+async def on_hello(s: Session, m: p.Hello) -> p.ServerMessage:
+    # the codec has refused a version this server does not speak (unsupported_version)
+    settings = s.app.settings
+    return p.Welcome(id=m.id, version=p.PROTOCOL_VERSION, server=settings.server_name,
+                     limits=p.Limits(max_frame_bytes=settings.max_frame_bytes,
+                                     rate_per_s=int(settings.conn_rate),
+                                     burst=int(settings.conn_burst),
+                                     max_open_seeks=s.app.lobby.max_open_seeks),
+                     games=tuple(p.describe_games()))
+
+
+async def on_register(s: Session, m: p.Register) -> p.ServerMessage:
+    user, token = await s.app.accounts.register(m.username, m.password)
+    return _authed(s, m.id, user, token)
+
+
+async def on_login(s: Session, m: p.Login) -> p.ServerMessage:
+    user, token = await s.app.accounts.login(m.username, m.password)
+    return _authed(s, m.id, user, token)
+
+
+async def on_guest(s: Session, m: p.Guest) -> p.ServerMessage:
+    user, token = await s.app.accounts.guest()
+    return _authed(s, m.id, user, token)
+
+
+async def on_auth_token(s: Session, m: p.AuthToken) -> p.ServerMessage:
+    user = await s.app.accounts.by_token(m.token)
+    return _authed(s, m.id, user, m.token)
+
+
+def _authed(s: Session, request_id: int, user: User, token: str) -> p.ServerMessage:
+    s.login(user, token)
+    active = s.app.games.active_of(user.id)  # attached by resume, not here
+    log.info("authenticated", extra={"peer": s.peer, "user": user.name, "kind": user.kind})
+    return p.Authed(id=request_id, user=p.User(name=user.name, kind=user.kind),
+                    session_token=token, active_games=tuple(r.game_id for r in active))
+
+
+async def on_logout(s: Session, m: p.Logout) -> p.ServerMessage:
+    s.token_digest = None  # first: the revocation must not close this connection
+    if s.token is not None:
+        await s.app.accounts.end_session(s.token)
+    await s.detach()
+    s.user = s.member = s.token = None
+    return p.Ok(id=m.id)
+
+
+async def on_ping(s: Session, m: p.Ping) -> p.ServerMessage:
+    return p.Pong(id=m.id)

@@ -1,0 +1,118 @@
+"""The lobby: subscribing, seeks (paired automatically or accepted), direct challenges.
+
+Events go before replies: whoever starts a game by a request gets ``game_started`` (and
+``seek_taken`` for a seek of theirs) before the request's reply.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING
+
+import protocol as p
+
+from ..lobby import Member, Offer
+from ..rooms import GameRoom, Player
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+
+async def on_lobby_subscribe(s: Session, m: p.LobbySubscribe) -> p.ServerMessage:
+    lobby = s.app.lobby
+    lobby.subscribers.add(s)
+    return p.Lobby(id=m.id, seeks=lobby.open_seeks(),
+                   players=tuple(member.wire() for member in lobby.members.values()))
+
+
+async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMessage:
+    s.app.lobby.subscribers.discard(s)
+    return p.Ok(id=m.id)
+
+
+async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
+    offer = Offer(m.game, dict(m.options), m.clock)
+    seek_id, partner = s.app.lobby.add_seek(s.me(), offer)
+    if partner is not None:  # paired at once: game_started, seek_taken, then seek_created
+        room = await start_game(s, offer, _shuffled(partner.owner, s.me()))
+        _seek_taken(partner.owner, partner.seek_id, room)
+        _seek_taken(s.me(), seek_id, room)
+    return p.SeekCreated(id=m.id, seek_id=seek_id)
+
+
+async def on_cancel_seek(s: Session, m: p.CancelSeek) -> p.ServerMessage:
+    s.app.lobby.cancel_seek(m.seek_id, s.me())
+    return p.Ok(id=m.id)
+
+
+async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
+    lobby = s.app.lobby
+    entry = lobby.take_seek(m.seek_id, s.me())
+    try:  # game_started, seek_taken (to its owner), seek_removed (lobby), then ok
+        room = await start_game(s, entry.offer, _shuffled(entry.owner, s.me()))
+        _seek_taken(entry.owner, entry.seek_id, room)
+    finally:
+        lobby.seek_taken(entry.seek_id)
+    return p.Ok(id=m.id)
+
+
+async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
+    lobby = s.app.lobby
+    target = lobby.by_name(m.to)
+    if target is None:
+        raise p.ProtocolError(f"{m.to} is not online", code=p.ErrorCode.NOT_FOUND)
+    entry = lobby.add_challenge(s.me(), target, Offer(m.game, dict(m.options), m.clock),
+                                m.color)
+    target.send(p.event_frame(p.ChallengeReceived(
+        challenge_id=entry.challenge_id, from_=s.me().wire(), game=m.game,
+        options=dict(m.options), clock=m.clock, color=m.color)))
+    return p.ChallengeCreated(id=m.id, challenge_id=entry.challenge_id)
+
+
+async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessage:
+    lobby = s.app.lobby
+    entry = lobby.pending(m.challenge_id, s.me(), as_target=True)
+    lobby.take_challenge(entry)
+    seats = [entry.challenger, entry.target]
+    if entry.color == "random":
+        secrets.SystemRandom().shuffle(seats)
+    elif entry.color == 1:
+        seats.reverse()
+    try:  # game_started, challenge_ended, then ok
+        await start_game(s, entry.offer, (seats[0], seats[1]))
+    except BaseException:
+        lobby.tell_challenge_ended(entry, "cancelled")
+        raise
+    lobby.tell_challenge_ended(entry, "accepted")
+    return p.Ok(id=m.id)
+
+
+async def on_decline_challenge(s: Session, m: p.DeclineChallenge) -> p.ServerMessage:
+    lobby = s.app.lobby
+    lobby.end_challenge(lobby.pending(m.challenge_id, s.me(), as_target=True), "declined",
+                        m.message)
+    return p.Ok(id=m.id)
+
+
+async def on_cancel_challenge(s: Session, m: p.CancelChallenge) -> p.ServerMessage:
+    lobby = s.app.lobby
+    lobby.end_challenge(lobby.pending(m.challenge_id, s.me(), as_target=False), "cancelled")
+    return p.Ok(id=m.id)
+
+
+async def start_game(s: Session, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
+    """Start a game between two online members (the first takes seat 0)."""
+    players = (Player(members[0].user_id, members[0].name, members[0].kind),
+               Player(members[1].user_id, members[1].name, members[1].kind))
+    return await s.app.games.start(offer.game, offer.options, offer.clock, players,
+                                   [list(member.sessions) for member in members])
+
+
+def _shuffled(a: Member, b: Member) -> tuple[Member, Member]:
+    seats = [a, b]
+    secrets.SystemRandom().shuffle(seats)
+    return seats[0], seats[1]
+
+
+def _seek_taken(owner: Member, seek_id: int, room: GameRoom) -> None:
+    owner.send(p.event_frame(p.SeekTaken(seek_id=seek_id, game_id=room.game_id)))

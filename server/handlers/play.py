@@ -1,0 +1,57 @@
+"""Playing: move, resign, abort, claim_win and chat, for the players of a game."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import protocol as p
+
+from ..rooms import GameRoom, Player, refuse
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+
+async def on_move(s: Session, m: p.Move) -> None:
+    seq = await (await _game(s, m.game_id)).play(s.uid(), m)
+    # the reply to every move: framed by the protocol session straight from its fields
+    s.send_trusted(p.MoveAck, id=m.id, game_id=m.game_id, ply=m.ply, seq=seq)
+
+
+async def on_resign(s: Session, m: p.Resign) -> p.ServerMessage:
+    await (await _game(s, m.game_id)).resign(s.uid())
+    return p.Ok(id=m.id)
+
+
+async def on_abort(s: Session, m: p.Abort) -> p.ServerMessage:
+    await (await _game(s, m.game_id)).abort(s.uid())
+    return p.Ok(id=m.id)
+
+
+async def on_claim_win(s: Session, m: p.ClaimWin) -> p.ServerMessage:
+    await (await _game(s, m.game_id)).claim_win(s.uid())
+    return p.Ok(id=m.id)
+
+
+async def on_chat(s: Session, m: p.Chat) -> p.ServerMessage:
+    wait = s.app.account_chat.take(s.uid())
+    if wait:
+        raise p.ProtocolError("chat: slow down", code=p.ErrorCode.RATE_LIMITED,
+                              retry_after_ms=int(wait * 1000) + 1, game_id=m.game_id)
+    room = s.app.games.live(m.game_id)
+    if room is None:
+        raise refuse(p.ErrorCode.NOT_FOUND, f"no game {m.game_id} in progress", m.game_id)
+    user = s.user
+    assert user is not None
+    await room.chat(Player(user.id, user.name, user.kind), m.text)
+    return p.Ok(id=m.id)
+
+
+async def _game(s: Session, game_id: str) -> GameRoom:
+    """A game in progress or finished: a late request about a finished game gets its
+    ``game_over`` answer (or a resent move its ack) rather than ``not_found``."""
+    games = s.app.games
+    room = games.live(game_id) or await games.any(game_id)
+    if room is None:
+        raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
+    return room

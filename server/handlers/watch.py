@@ -1,0 +1,47 @@
+"""Watching and resuming games: watch, unwatch, resume."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import protocol as p
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+
+async def on_watch(s: Session, m: p.Watch) -> p.ServerMessage:
+    room = s.app.games.live(m.game_id)
+    if room is not None:
+        async with room.lock:
+            room.subscribe(s)
+            s.rooms[room.game_id] = room
+            return p.GameState(id=m.id, game=room.snapshot())
+    return p.GameState(id=m.id, game=await s.app.history.stored_snapshot(m.game_id))
+
+
+async def on_unwatch(s: Session, m: p.Unwatch) -> p.ServerMessage:
+    room = s.rooms.get(m.game_id)
+    if room is not None and (s.user is None or room.seat_of(s.user.id) is None):
+        room.unsubscribe(s)
+        del s.rooms[m.game_id]
+    return p.Ok(id=m.id)
+
+
+async def on_resume(s: Session, m: p.Resume) -> p.ServerMessage:
+    room = s.app.games.live(m.game_id)
+    if room is None:
+        # finished (or unknown): the stored record is the whole truth
+        return p.GameState(id=m.id, game=await s.app.history.stored_snapshot(m.game_id))
+    async with room.lock:
+        attach = m.game_id not in s.rooms
+        frames = room.events_since(m.since_seq) if m.since_seq else None
+        if frames is None:  # the whole game, opponent_back included
+            if attach:
+                await s.attach(room, tell_self=False)
+            return p.GameState(id=m.id, game=room.snapshot())
+        for frame in frames:  # the missed events, then opponent_back, then ok
+            s.send_frame(frame)
+        if attach:
+            await s.attach(room)
+        return p.Ok(id=m.id)

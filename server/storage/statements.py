@@ -1,0 +1,296 @@
+"""How a batch of items reaches the database: one interface, two writers, chosen at open.
+
+The commit queue hands a batch to a :class:`BatchWriter`, which writes it in ONE
+transaction and says, per item, whether it was applied. There are two:
+
+``CoreWriter``
+    Core statements (``executemany`` per table) on the async engine. The reference: it is
+    what PostgreSQL uses, and what the SQLite writer is tested against, row for row.
+``SqliteThreadWriter``
+    For a SQLite file: the whole transaction in one call to a thread of its own, on a
+    blocking twin of the engine, with the rows and updates sent as SQL text made once
+    (:class:`SqliteTextStatements`). Through aiosqlite every statement, BEGIN and COMMIT is
+    a round trip between the event loop and the driver's thread, each waiting a loop turn on
+    a busy server; and building, caching and compiling Core statements cost the writing
+    thread about 55 µs a move of Python holding the GIL the event loop needs
+    (docs/PERFORMANCE.md, second round).
+
+:func:`open_batch_writer` picks one for an engine, with the settings the engine was opened
+with passed in by whoever opened it (``runtime.open_storage``); nothing is looked up on the
+side. Both write through the same :class:`Statements` interface: ``insert`` rows, ``finish``
+a game still playing, ``advance_seq``; :func:`write_batch` is the one loop over a batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol, cast
+
+from sqlalchemy import Connection, Engine, Table, insert, update
+from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from .db import DEFAULT_BUSY_TIMEOUT_MS, SqliteSynchronous, make_blocking_engine
+from .errors import GameNotPlaying, StorageError
+from .items import ChatSent, GameCreated, GameFinished, Item, MovePlayed, SeqAdvanced
+from .models import ChatRow, GameRow, MoveRow
+
+MOVES = cast(Table, MoveRow.__table__)
+CHAT = cast(Table, ChatRow.__table__)
+GAMES = cast(Table, GameRow.__table__)
+
+Outcomes = list[StorageError | None]
+"""Per item of a batch: None if it was applied, else why not (it was not stored)."""
+
+
+class Statements(Protocol):
+    """The three statements every batch is made of, on a blocking connection."""
+
+    def insert(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        """Insert rows that all have the same keys (column names), in order."""
+
+    def finish(self, conn: Connection, item: GameFinished) -> int:
+        """Finish a game still playing; the number of rows changed (1, or 0 if it was not)."""
+
+    def advance_seq(self, conn: Connection, item: SeqAdvanced) -> None:
+        """Raise a game's stored event number to ``item.seq`` (never lower it)."""
+
+
+def write_batch(conn: Connection, items: Sequence[Item], statements: Statements) -> Outcomes:
+    """Write items inside the caller's transaction; per item, None or why it was not applied.
+
+    Raises IntegrityError if any item breaks a constraint: the caller rolls back. New games
+    are written first, so a batch may also hold their first events.
+    """
+    games = [_game_row(item) for item in items if isinstance(item, GameCreated)]
+    moves = [_move_row(item) for item in items if isinstance(item, MovePlayed)]
+    chat = [_chat_row(item) for item in items if isinstance(item, ChatSent)]
+    for table, rows in ((GAMES, games), (MOVES, moves), (CHAT, chat)):  # games first
+        if rows:
+            statements.insert(conn, table, rows)
+    outcomes: Outcomes = [None] * len(items)
+    for index, item in enumerate(items):
+        if isinstance(item, SeqAdvanced):
+            statements.advance_seq(conn, item)
+        elif isinstance(item, GameFinished) and statements.finish(conn, item) != 1:
+            outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
+    return outcomes
+
+
+class CoreStatements:
+    """The statements as Core builds them: PostgreSQL's, and the reference for SQLite's."""
+
+    def insert(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        conn.execute(insert(table), rows)
+
+    def finish(self, conn: Connection, item: GameFinished) -> int:
+        return conn.execute(
+            update(GAMES)
+            .where(GAMES.c.id == item.game_id, GAMES.c.status == "playing")
+            .values(status=item.status, winner=item.winner, reason=item.reason,
+                    last_seq=item.seq, ended_at=item.ended_at)).rowcount
+
+    def advance_seq(self, conn: Connection, item: SeqAdvanced) -> None:
+        conn.execute(update(GAMES)
+                     .where(GAMES.c.id == item.game_id, GAMES.c.last_seq < item.seq)
+                     .values(last_seq=item.seq))
+
+
+class SqliteTextStatements:
+    """The statements on SQLite as SQL text made once, from the tables' own metadata.
+
+    Each value goes through its column's own bind processor, so a datetime or a JSON value
+    is stored exactly as Core stores it (a value met twice in a batch, such as the time of
+    moves of the same millisecond, is processed once); rows go as multi-row INSERTs of up
+    to 999 parameters (SQLite's oldest limit). Errors are SQLAlchemy's, as with Core
+    (``exec_driver_sql``).
+    """
+
+    MAX_PARAMETERS = 999
+
+    def __init__(self, dialect: Any) -> None:
+        self._dialect = dialect
+        self._quote = quote = dialect.identifier_preparer.quote
+        # (table, column names) -> (INSERT head, one row's placeholders, processors)
+        self._inserts: dict[tuple[str, tuple[str, ...]], tuple[str, str, list[Any]]] = {}
+        games, c = quote(GAMES.name), {col.name: quote(col.name) for col in GAMES.c}
+        self._ended_at = _processor(GAMES.c.ended_at, dialect)
+        self._finish = (f"UPDATE {games} SET {c['status']} = ?, {c['winner']} = ?, "
+                        f"{c['reason']} = ?, {c['last_seq']} = ?, {c['ended_at']} = ? "
+                        f"WHERE {c['id']} = ? AND {c['status']} = 'playing'")
+        self._advance = (f"UPDATE {games} SET {c['last_seq']} = ? "
+                         f"WHERE {c['id']} = ? AND {c['last_seq']} < ?")
+
+    def insert(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        names = tuple(rows[0])
+        made = self._inserts.get((table.name, names))
+        if made is None:
+            quote = self._quote
+            made = self._inserts[table.name, names] = (
+                f"INSERT INTO {quote(table.name)} ({', '.join(map(quote, names))}) VALUES ",
+                "(" + ", ".join("?" * len(names)) + ")",
+                [(index, processor) for index, processor in enumerate(
+                    _processor(table.c[name], self._dialect) for name in names)
+                 if processor is not None])
+        head, placeholders, processors = made
+        memo: dict[tuple[int, type, Any], Any] = {}
+        per_insert = self.MAX_PARAMETERS // len(names)
+        for start in range(0, len(rows), per_insert):
+            chunk = rows[start:start + per_insert]
+            values: list[Any] = []
+            for params in chunk:
+                row = list(params.values())
+                for index, process in processors:
+                    value = row[index]
+                    if value is not None:
+                        key = (index, type(value),  # 1, 1.0 and True are equal keys
+                               value if isinstance(value, Hashable) else id(value))
+                        if key not in memo:
+                            memo[key] = process(value)
+                        row[index] = memo[key]
+                values += row
+            conn.exec_driver_sql(head + ", ".join([placeholders] * len(chunk)),
+                                 tuple(values))
+
+    def finish(self, conn: Connection, item: GameFinished) -> int:
+        ended_at = item.ended_at if self._ended_at is None else self._ended_at(item.ended_at)
+        return conn.exec_driver_sql(self._finish, (
+            item.status, item.winner, item.reason, item.seq, ended_at, item.game_id)).rowcount
+
+    def advance_seq(self, conn: Connection, item: SeqAdvanced) -> None:
+        conn.exec_driver_sql(self._advance, (item.seq, item.game_id, item.seq))
+
+
+def _processor(column: Any, dialect: Any) -> Callable[[Any], Any] | None:
+    """The column's bind processor on this dialect, as Core applies it (None: as is)."""
+    processor: Callable[[Any], Any] | None = column.type.dialect_impl(dialect).bind_processor(
+        dialect)
+    return processor
+
+
+# -- the writers --------------------------------------------------------------------------------
+class BatchWriter(Protocol):
+    """Writes one batch in one transaction (see the module docstring)."""
+
+    engine: AsyncEngine
+    """The async engine of the database written to (for its write lock)."""
+
+    async def write(self, items: list[Item]) -> Outcomes:
+        """Write ``items`` in one transaction; IntegrityError/DataError if the data is
+        refused (nothing of it was stored), any other exception if the database failed."""
+
+    def close(self) -> None:
+        """Release what the writer holds once no batch is being written."""
+
+
+class CoreWriter:
+    """Core statements on the async engine, one transaction a batch (PostgreSQL)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._statements = CoreStatements()
+
+    async def write(self, items: list[Item]) -> Outcomes:
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(write_batch, items, self._statements)
+
+    def close(self) -> None:
+        pass
+
+
+class SqliteThreadWriter:
+    """A SQLite file's batches, each in one call to a thread of its own (module docstring)."""
+
+    def __init__(self, engine: AsyncEngine, blocking: Engine) -> None:
+        self.engine = engine
+        self._blocking = blocking
+        self._statements = SqliteTextStatements(blocking.dialect)
+        self._held: Connection | None = None  # the thread's connection, kept between batches
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="tessera-commit")
+
+    async def write(self, items: list[Item]) -> Outcomes:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._thread, self.write_blocking, items)
+
+    def write_blocking(self, items: list[Item]) -> Outcomes:
+        """In the writer's thread, on the connection it keeps (no pool round per batch)."""
+        if self._held is None:
+            self._held = self._blocking.connect()
+        try:
+            with self._held.begin():
+                return write_batch(self._held, items, self._statements)
+        except (IntegrityError, DataError):
+            raise  # the data's fault: the connection is fine
+        except Exception:
+            self._close_held()  # a new connection for the next transaction
+            raise
+
+    def _close_held(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            with contextlib.suppress(Exception):
+                held.close()
+
+    def close(self) -> None:
+        self._thread.submit(self._close_held)  # after what the thread is doing
+        self._thread.submit(self._blocking.dispose)
+        self._thread.shutdown(wait=False)
+
+
+def open_batch_writer(
+    engine: AsyncEngine,
+    *,
+    sqlite_synchronous: SqliteSynchronous = "FULL",
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    connect_args: Mapping[str, Any] | None = None,
+) -> BatchWriter:
+    """The writer for ``engine``: a thread of its own for a SQLite file (opened with the
+    same settings as ``engine``, which the caller passes), Core otherwise (PostgreSQL, and
+    an in-memory SQLite database that another connection would not see)."""
+    blocking = make_blocking_engine(engine.url, sqlite_synchronous=sqlite_synchronous,
+                                    busy_timeout_ms=busy_timeout_ms, connect_args=connect_args)
+    if blocking is None:
+        return CoreWriter(engine)
+    return SqliteThreadWriter(engine, blocking)
+
+
+def _game_row(item: GameCreated) -> dict[str, Any]:
+    return {
+        "id": item.game_id,
+        "game_key": item.game_key,
+        "options": item.options,
+        "clock": item.clock,
+        "rules_version": item.rules_version,
+        "player0_id": item.player_ids[0],
+        "player1_id": item.player_ids[1],
+        "status": "playing",
+        "created_at": item.created_at,
+        "started_at": item.started_at,
+        "last_seq": item.seq,
+    }
+
+
+def _move_row(item: MovePlayed) -> dict[str, Any]:
+    return {
+        "game_id": item.game_id,
+        "ply": item.ply,
+        "seq": item.seq,
+        "move": item.move,
+        "player": item.player,
+        "ms_used": item.ms_used,
+        "clock_ms": item.clock_ms,
+        "played_at": item.played_at,
+    }
+
+
+def _chat_row(item: ChatSent) -> dict[str, Any]:
+    return {
+        "game_id": item.game_id,
+        "seq": item.seq,
+        "user_id": item.user_id,
+        "text": item.text,
+        "sent_at": item.sent_at,
+    }

@@ -1,0 +1,81 @@
+"""Every conversion from what storage holds to what the protocol sends, in one place.
+
+Storage knows nothing of the protocol (seats are ints, clocks and options are JSON maps,
+times are datetimes); clients see ``protocol`` values. The server turns one into the other
+here only: a stored game into a ``Record`` (``get_game``, ``tessera dump``) or a
+``Snapshot`` (``watch`` of a finished game), a listing line into a ``Summary``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, cast
+
+import protocol as p
+
+from .lifecycle import GameStatus
+from .storage import GameInfo, MoveRecord, StoredGame
+
+
+def epoch_ms(when: datetime) -> int:
+    return int(when.timestamp() * 1000)
+
+
+def players(names: tuple[str, str], kinds: tuple[str, str]) -> tuple[p.User, p.User]:
+    return (p.User(name=names[0], kind=kinds[0]),  # type: ignore[arg-type]
+            p.User(name=names[1], kind=kinds[1]))  # type: ignore[arg-type]
+
+
+def result(winner: int | None, reason: str | None) -> p.Result:
+    return p.Result(winner=cast(Any, winner), reason=cast(Any, reason or "normal"))
+
+
+def played_moves(moves: Iterable[MoveRecord]) -> list[p.PlayedMove]:
+    """The played moves of a stored game, in order."""
+    return [p.PlayedMove(ply=m.ply, move=m.move, by=cast(Any, m.player), ms_used=m.ms_used,
+                         clock_ms=m.clock_ms) for m in moves]
+
+
+def summary(*, game_id: str, game: str, options: dict[str, Any], clock: p.TimeControl,
+            players: tuple[p.User, p.User], status: GameStatus, ply: int,
+            result: p.Result | None, created_ms: int) -> p.Summary:
+    """One line of a game list, for a live game or a stored one alike."""
+    return p.Summary(game_id=game_id, game=game, options=options, clock=clock,
+                     players=players, status=cast(Any, status.wire), ply=ply,
+                     result=result if not status.live else None, created_ms=created_ms)
+
+
+def stored_summary(info: GameInfo) -> p.Summary:
+    """The list line of a stored game (``list_games`` beyond the games in progress)."""
+    return summary(game_id=info.id, game=info.game_key, options=info.options,
+                   clock=p.time_control_from_map(info.clock),
+                   players=players(info.players, info.player_kinds),
+                   status=GameStatus.of(info.status, info.plies), ply=info.plies,
+                   result=result(info.winner, info.reason), created_ms=epoch_ms(info.created_at))
+
+
+def record(stored: StoredGame) -> p.Record:
+    """The protocol's form of a stored game (``get_game`` and ``tessera dump``)."""
+    info = stored.info
+    finished = info.status != "playing"
+    return p.Record(
+        game_id=info.id, game=info.game_key, options=info.options,
+        clock=p.time_control_from_map(info.clock),
+        players=players(info.players, info.player_kinds),
+        status="over" if finished else "playing",
+        moves=tuple(played_moves(stored.moves)),
+        result=result(info.winner, info.reason) if finished else None,
+        created_ms=epoch_ms(info.created_at),
+        ended_ms=epoch_ms(info.ended_at) if info.ended_at else None)
+
+
+def stored_snapshot(stored: StoredGame) -> p.Snapshot:
+    """A snapshot of a game from its stored record alone (a finished game, or one no room
+    holds): no clock readings, since no clock is running."""
+    wire = record(stored)
+    return p.Snapshot(
+        game_id=wire.game_id, game=wire.game, options=wire.options, clock=wire.clock,
+        players=wire.players, status=wire.status, moves=wire.moves, clocks_ms=None,
+        to_move=cast(Any, len(wire.moves) % 2), ply=len(wire.moves), result=wire.result,
+        seq=max(1, stored.last_seq))

@@ -1,0 +1,86 @@
+"""Every touch of websockets' internals, in one place: frames out without a task.
+
+websockets' asyncio connection sends each frame with an awaited ``send()`` and a write per
+frame. The server instead frames a message at once into the connection's sans-I/O protocol
+(``ws.protocol.send_binary``) and, at the end of the event loop's turn, hands everything
+framed for that connection to its transport in ONE write (:class:`Outbox`): a move's
+``moved`` and ``move_ack`` reach the mover in one system call, a reply costs no task switch,
+and an idle connection owns no writer task. :func:`flush` is a copy of websockets'
+``Connection.send_data`` that joins the bytes first.
+
+This relies on websockets 17's ``Connection.protocol`` (``send_binary``, ``data_to_send``,
+``state``), ``Connection.transport`` and ``Connection.send_data``; tests/server/test_wsio.py
+is pinned to that version and checks each of them, so an upgrade that moves one fails
+loudly there rather than quietly here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from websockets.asyncio.connection import Connection
+from websockets.protocol import State
+
+WEBSOCKETS_VERSION = "17.4"
+"""The websockets release this module was written against (pinned in pyproject.toml)."""
+
+
+def frame_binary(ws: Connection, frame: bytes) -> bool:
+    """Frame a binary message into the connection's protocol, where it waits for the next
+    flush; False (nothing framed) once the connection is not open any more."""
+    protocol = ws.protocol
+    if protocol.state is not State.OPEN:
+        return False
+    protocol.send_binary(frame)
+    return True
+
+
+def flush(ws: Connection) -> int:
+    """Hand the frames framed since the last flush to the transport, in one write; the
+    bytes the transport now holds unsent (-1 when the connection is closing)."""
+    writes = ws.protocol.data_to_send()
+    transport = ws.transport
+    if not writes:
+        return transport.get_write_buffer_size()  # websockets sent them already
+    if transport.is_closing():
+        return -1
+    if not all(writes):  # an end of stream follows: written as websockets' send_data does
+        for data in writes:
+            if data:
+                transport.write(data)
+            elif transport.can_write_eof():
+                transport.write_eof()
+            else:
+                transport.close()
+        return -1
+    transport.write(writes[0] if len(writes) == 1 else b"".join(writes))
+    return transport.get_write_buffer_size()
+
+
+class Outbox:
+    """Connections with frames waiting, flushed once per event-loop turn.
+
+    ``add(flush)`` registers a connection's flush callback the first time it has something
+    to send in a turn; one ``call_soon`` at the end of the turn runs them all, in order.
+    Anything websockets itself sends meanwhile (a pong, a close frame) goes out with the
+    frames framed ahead of it, so order is kept.
+    """
+
+    __slots__ = ("_loop", "_waiting")
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: list[Callable[[], None]] = []
+
+    def add(self, flush_one: Callable[[], None]) -> None:
+        if not self._waiting:
+            if self._loop is None:
+                self._loop = asyncio.get_running_loop()
+            self._loop.call_soon(self.flush)
+        self._waiting.append(flush_one)
+
+    def flush(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for flush_one in waiting:
+            flush_one()

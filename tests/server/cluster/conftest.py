@@ -1,0 +1,154 @@
+"""Fixtures for the cluster tests: the real Redis, a private Redis to restart, PostgreSQL.
+
+``redis_url`` is ``TESSERA_TEST_REDIS_URL`` (``.ci/run`` sets it to the machine's Redis on
+127.0.0.1:6379); when it is unset or unreachable the test is skipped with the reason. That
+Redis is shared by everyone on the machine, so every test gets a fresh random cluster name
+(``keys``): its keys and channels live under ``tessera:{name}:`` and are deleted afterwards.
+
+Tests that restart Redis never touch the shared one: ``private_redis`` starts a
+``redis-server`` of the test's own on a free port in a temporary directory (skipped if
+``redis-server`` is not installed) and can stop and start it again on the same port.
+
+``db`` (every backend) comes from the storage tests' fixtures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+
+from server.cluster.keys import Keys
+from tests.server.storage.conftest import db  # noqa: F401  (a fixture, used by name)
+
+REDIS_URL_ENV = "TESSERA_TEST_REDIS_URL"
+
+_redis_unavailable: dict[str, str] = {}  # url -> reason ("" if reachable), once per session
+
+
+async def redis_reason_unavailable(url: str) -> str | None:
+    if url not in _redis_unavailable:
+        client = aioredis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
+        try:
+            await client.ping()
+            _redis_unavailable[url] = ""
+        except Exception as exc:  # whatever the failure, the Redis tests are skipped
+            _redis_unavailable[url] = f"Redis at {url} unreachable: {type(exc).__name__}: {exc}"
+        finally:
+            await client.aclose()
+    return _redis_unavailable[url] or None
+
+
+@pytest.fixture
+async def redis_url() -> str:
+    """The shared test Redis, or a skip saying why there is none."""
+    url = os.environ.get(REDIS_URL_ENV)
+    if not url:
+        pytest.skip(f"cluster tests skipped: {REDIS_URL_ENV} is not set")
+    reason = await redis_reason_unavailable(url)
+    if reason:
+        pytest.skip(reason)
+    return url
+
+
+@pytest.fixture
+async def keys(redis_url: str) -> AsyncIterator[Keys]:
+    """A cluster name of this test's own; its keys are deleted afterwards."""
+    names = Keys(f"test-{uuid.uuid4().hex[:12]}")
+    yield names
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        found = [key async for key in client.scan_iter(match=names.prefix + "*", count=500)]
+        if found:
+            await client.delete(*found)
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    """A plain client on the shared test Redis, to look at what the code under test did."""
+    client = aioredis.Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class PrivateRedis:
+    """A ``redis-server`` owned by one test: nothing kept on disk, stoppable, restartable
+    on the same port (so clients reconnect to the same URL)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        assert self.process is None, "already running"
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--daemonize", "no",
+             "--dir", str(self.directory), "--logfile", str(self.directory / "redis.log")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited: {self.log()}")
+            time.sleep(0.02)
+        raise RuntimeError(f"redis-server did not listen on {self.port}: {self.log()}")
+
+    def stop(self) -> None:
+        """Stop it at once (SIGKILL: like a crash; it keeps nothing anyway)."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def log(self) -> str:
+        path = self.directory / "redis.log"
+        return path.read_text()[-2000:] if path.exists() else "(no log)"
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    """A Redis of this test's own, started (see ``PrivateRedis``)."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed: cannot start a Redis to restart")
+    server = PrivateRedis(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def eventually(check: object, timeout_s: float = 10.0, every_s: float = 0.02) -> None:
+    """Wait until ``check()`` is true (a callable returning a bool or an awaitable of one)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        outcome = check()  # type: ignore[operator]
+        if asyncio.iscoroutine(outcome):
+            outcome = await outcome
+        if outcome:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout_s} s: {check!r}")
+        await asyncio.sleep(every_s)

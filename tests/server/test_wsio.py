@@ -1,0 +1,55 @@
+"""What server/wsio.py relies on in websockets, pinned: an upgrade that moves it fails here.
+
+server/wsio.py is the one module that touches websockets' internals (the connection's
+sans-I/O protocol and transport) and copies ``Connection.send_data``. If websockets is
+upgraded, these tests say exactly what changed; update wsio.py, then the pins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+
+import websockets
+from websockets.asyncio.connection import Connection
+from websockets.protocol import Protocol, State
+
+import protocol as p
+from server import wsio
+
+from .conftest import Live
+
+# sha256 of the source of websockets 17.4's Connection.send_data, which wsio.flush copies
+SEND_DATA_SHA256 = "b01f84358ffee740710cf9cad998af659c4d3cb01f6014c033d74104c5b5f61b"
+
+
+def test_websockets_is_the_pinned_release() -> None:
+    assert websockets.version.version == wsio.WEBSOCKETS_VERSION, (
+        "websockets was upgraded: check server/wsio.py against the new release, then pin")
+
+
+def test_send_data_is_still_what_flush_copies() -> None:
+    source = inspect.getsource(Connection.send_data)
+    assert hashlib.sha256(source.encode()).hexdigest() == SEND_DATA_SHA256, (
+        "websockets' Connection.send_data changed: compare it with server.wsio.flush")
+
+
+def test_the_protocol_api_wsio_uses_is_there() -> None:
+    for name in ("send_binary", "data_to_send"):
+        assert callable(getattr(Protocol, name)), name
+    assert State.OPEN.name == "OPEN"
+
+
+async def test_a_live_connection_has_what_wsio_reaches_for(server: Live) -> None:
+    client = await server.clients.guest()
+    (session,) = [s for s in server.running.app.sessions
+                  if s.user is not None and s.user.name == client.name]
+    ws = session.ws
+    assert isinstance(ws.protocol, Protocol)
+    assert ws.transport.get_write_buffer_size() >= 0
+    assert wsio.frame_binary(ws, p.encode(p.Pong(id=7)))
+    assert wsio.flush(ws) >= 0  # handed to the transport in one write
+    assert await client.conn.next_event(5) == p.Pong(id=7)
+    await client.close()
+    await ws.wait_closed()
+    assert not wsio.frame_binary(ws, p.encode(p.Pong(id=8)))  # closed: nothing framed
