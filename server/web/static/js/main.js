@@ -91,7 +91,7 @@ class Challenges {
     const item = this.items.get(msg.challenge_id);
     this.items.delete(msg.challenge_id);
     if (item && !item.incoming && msg.reason === "declined") {
-      this.app.notify(`${item.offer.to} declined your challenge.`);
+      this.app.notify(`${item.offer.to} declined your challenge${msg.message ? `: ${msg.message}` : "."}`);
     }
     this.render();
   }
