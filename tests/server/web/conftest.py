@@ -7,7 +7,9 @@ with that reason (``pytest -rs`` prints it); ``.ci/run`` installs it, so CI runs
 The server runs as ``python -m server serve`` on a free port with a SQLite file of its own
 and the house bot ``random``; tests make their own users, so they share it without
 meeting. Playwright's sync API runs its own event loop, so protocol calls a test makes
-itself run in a thread of their own (:func:`run`).
+itself run in a thread of their own (:func:`run`); the browser, server and Playwright live
+as long as this package's tests (not the session's: while Playwright runs, no later test
+could start an event loop of its own).
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class WebServer:
         return f"ws://127.0.0.1:{self.port}/ws"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium() -> str:
     path = chromium_path()
     if path is None:
@@ -94,7 +96,7 @@ def chromium() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def web_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     workdir = tmp_path_factory.mktemp("web-server")
     ready = workdir / "ready"
@@ -120,7 +122,7 @@ def web_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         proc.kill()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(chromium: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
