@@ -7,6 +7,7 @@ followed by the 1-based row: ``c3``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -15,6 +16,15 @@ from .errors import IllegalMove
 SQUARE_STEPS: tuple[tuple[int, int], ...] = ((-1, 0), (1, 0), (0, 1), (0, -1))
 # The six hex steps (dq, dr): left, right, up-left, up-right, down-left, down-right.
 HEX_STEPS: tuple[tuple[int, int], ...] = ((-1, 0), (1, 0), (0, 1), (1, 1), (-1, -1), (0, -1))
+
+# A cell's outline around its centre, in drawing units (x, y as in Cell), and the factor
+# that turns y into the same scale as x: squares are unit squares; hex cells are
+# pointy-topped hexagons that tile rows one unit apart, regular once y is scaled.
+Outline = tuple[tuple[float, float], ...]
+SQUARE_OUTLINE: Outline = ((-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5))
+HEX_OUTLINE: Outline = ((0.0, 2 / 3), (0.5, 1 / 3), (0.5, -1 / 3), (0.0, -2 / 3),
+                        (-0.5, -1 / 3), (-0.5, 1 / 3))
+HEX_Y_SCALE = math.sqrt(3) / 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +54,8 @@ class Board:
     neighbours: tuple[tuple[int, ...], ...]
     width: int  # number of columns
     height: int  # number of rows
+    outline: Outline  # a cell's shape around its centre (drawing units)
+    y_scale: float  # drawing y times this is on the scale of x
     by_name: dict[str, int] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -71,7 +83,10 @@ class Board:
         return out
 
     def describe(self) -> dict[str, object]:
-        """Plain-data geometry for clients that draw boards without knowing the game."""
+        """Plain-data geometry for clients that draw boards without knowing the game: each
+        cell's name, grid column and row and centre (x, y: row 1 at the bottom), the cell
+        indices next to each cell, a cell's outline around its centre, and the factor that
+        puts y on the scale of x."""
         return {
             "kind": self.kind,
             "label": self.label,
@@ -80,6 +95,8 @@ class Board:
                 for c in self.cells
             ],
             "neighbours": [list(n) for n in self.neighbours],
+            "outline": [list(point) for point in self.outline],
+            "y_scale": self.y_scale,
         }
 
 
@@ -103,7 +120,11 @@ def _build(kind: str, label: str, coords: list[tuple[int, int]], steps: tuple[tu
     )
     width = max(q for q, _ in coords) + 1
     height = max(r for _, r in coords) + 1
-    return Board(kind, label, cells, step_tables, neighbours, width, height)
+    if kind == "hex":
+        return Board(kind, label, cells, step_tables, neighbours, width, height, HEX_OUTLINE,
+                     HEX_Y_SCALE)
+    return Board(kind, label, cells, step_tables, neighbours, width, height, SQUARE_OUTLINE,
+                 1.0)
 
 
 @cache

@@ -10,8 +10,9 @@ ply 5 and at ply 500.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol, Self
 
@@ -30,6 +31,13 @@ class Move(NamedTuple):
     def __str__(self) -> str:
         return self.text
 
+    @property
+    def cells(self) -> tuple[int, ...]:
+        """Indices of the cells the move puts a piece on or takes one from (none for a pass)."""
+        if self.kind == "drop":
+            return self.args[0::2]  # (cell, colour, cell, colour)
+        return self.args  # place: (cell,); jump: (from, to); pass: ()
+
 
 PASS = Move("pass", (), "pass")
 
@@ -46,6 +54,7 @@ class Position(Protocol):
     def check(self, move: Move) -> None: ...
     def apply(self, move: Move) -> None: ...
     def legal_moves(self) -> list[Move]: ...
+    def iter_legal_moves(self) -> Iterator[Move]: ...
     def random_move(self, rng: random.Random) -> Move: ...
     @property
     def is_over(self) -> bool: ...
@@ -99,6 +108,12 @@ class State:
         """Every legal move, each once, in canonical form; empty once the game is over."""
         return self._pos.legal_moves()
 
+    def legal_moves_upto(self, limit: int) -> list[Move] | None:
+        """Every legal move if there are at most ``limit``, else None (without listing them
+        all: a client is sent the list where it is short, and checks candidates otherwise)."""
+        moves = list(islice(self._pos.iter_legal_moves(), limit + 1))
+        return moves if len(moves) <= limit else None
+
     def parse_move(self, move: str | Move) -> Move:
         """Parse ``move`` and check it is legal here; raise IllegalMove saying why not."""
         if isinstance(move, Move):
@@ -135,6 +150,17 @@ class State:
     @property
     def last_move(self) -> str | None:
         return self._moves.text if self._moves is not None else None
+
+    def cells_of(self, move: str | Move) -> list[str]:
+        """Names of the cells ``move`` puts a piece on or takes one from, legal or not
+        (clients mark the last move with them); IllegalMove if it cannot be read."""
+        parsed = move if isinstance(move, Move) else self._pos.parse(move)
+        return [self.board.name(x) for x in parsed.cells]
+
+    @property
+    def cells(self) -> bytes:
+        """Per cell in canonical order: 0 empty, 1 a piece of player 0's, 2 of player 1's."""
+        return bytes(self._pos.cells)
 
     # -- bots and playouts ------------------------------------------------------------------
     def random_move(self, rng: random.Random) -> Move:
@@ -198,6 +224,8 @@ class Game:
     options: tuple[Option, ...]
     rules_version: str
     summary_text: str
+    piece: str  # what a player puts on the board: "stone" or "tile"
+    move_forms: tuple[Mapping[str, Any], ...]  # the notation's kinds of move, see move_forms
     make_board: Callable[[Mapping[str, int | str]], Board]
     make_position: Callable[[Board, Mapping[str, int | str]], Position]
     load_position: Callable[[Board, Mapping[str, int | str], list[int], int, dict[str, str]],
@@ -216,7 +244,8 @@ class Game:
         return State(self, MappingProxyType(opts), pos)
 
     def describe(self) -> dict[str, Any]:
-        """Plain-data metadata: key, names, colours, options schema and rules version."""
+        """Plain-data metadata: key, names, colours, options schema, rules version, and what
+        a client needs to compose moves without knowing the game (the ``moves`` forms)."""
         return {
             "key": self.key,
             "name": self.name,
@@ -224,4 +253,6 @@ class Game:
             "rules_version": self.rules_version,
             "summary": self.summary_text,
             "options": [o.describe() for o in self.options],
+            "piece": self.piece,
+            "moves": [dict(form) for form in self.move_forms],
         }

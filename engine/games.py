@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from . import boards
 from .boards import Board
@@ -11,9 +12,20 @@ from .errors import UnknownGame
 from .hadron import HadronPosition
 from .hexifact import AFTER_PLACING, ONCE_PER_STONE, HexifactPosition
 from .options import Option
-from .xodd import XoddPosition
+from .xodd import COLOUR_LETTERS, XoddPosition
 
 RULES_VERSION = "1"
+
+# The kinds of move a notation is made of, for clients that compose moves by clicking
+# without knowing the game (docs/PROTOCOL.md, section 4.11):
+#   place  a cell name (c3): one of the mover's own pieces goes there
+#   drop   up to ``max`` drops joined by ``join``; a drop is a letter of ``pieces`` (the
+#          piece of seat i's colour is pieces[i], whoever moves) then a cell (Bc3,Wd4)
+#   jump   a cell, ``join``, a cell (c3-c6): the mover's piece moves from one to the other
+#   pass   the word ``text``
+PLACE: dict[str, Any] = {"kind": "place", "example": "c3"}
+JUMP: dict[str, Any] = {"kind": "jump", "join": "-", "example": "c3-c6"}
+PASS_FORM: dict[str, Any] = {"kind": "pass", "text": "pass"}
 
 HEXIFACT_BOARDS: dict[str, tuple[str, int]] = {
     "hex3-4": ("limping", 3),
@@ -36,10 +48,13 @@ def _odd_game(key: str, name: str, option: Option, make_board: Callable[[int], B
         key=key,
         name=name,
         players=("Black", "White"),
-        stone_chars=("B", "W"),
+        stone_chars=(COLOUR_LETTERS[0], COLOUR_LETTERS[1]),
         options=(option,),
         rules_version=RULES_VERSION,
         summary_text=summary,
+        piece="stone",
+        move_forms=({"kind": "drop", "pieces": list(COLOUR_LETTERS), "max": 2, "join": ",",
+                     "example": "Bc3,Wd4"}, PASS_FORM),
         make_board=lambda o: make_board(int(o["size"])),
         make_position=lambda b, o: XoddPosition(b),
         load_position=lambda b, o, colours, ply, f: XoddPosition.from_fields(b, colours, ply, f),
@@ -69,6 +84,8 @@ HADRON = Game(
     rules_version=RULES_VERSION,
     summary_text="Place where your and your opponent's neighbouring tiles are equal in "
     "number; the last to place wins.",
+    piece="tile",
+    move_forms=(PLACE,),
     make_board=lambda o: boards.square(int(o["size"])),
     make_position=lambda b, o: HadronPosition(b),
     load_position=lambda b, o, colours, ply, f: HadronPosition.from_fields(b, colours, ply, f),
@@ -87,6 +104,8 @@ HEXIFACT = Game(
     rules_version=RULES_VERSION,
     summary_text="Place next to the opponent or jump over their stones; score the product "
     "of your two largest groups.",
+    piece="stone",
+    move_forms=(PLACE, JUMP, PASS_FORM),
     make_board=_hexifact_board,
     make_position=lambda b, o: HexifactPosition(b, str(o["jumps"])),
     load_position=lambda b, o, colours, ply, f: HexifactPosition.from_fields(

@@ -9,6 +9,7 @@ The condition "own == opponent's" is the same for both players, so one count ser
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from .boards import Board
@@ -94,9 +95,12 @@ class HadronPosition:
         return 1 - self.ply % 2 if self.balanced == 0 else None
 
     def legal_moves(self) -> list[Move]:
+        return list(self.iter_legal_moves())
+
+    def iter_legal_moves(self) -> Iterator[Move]:
         names = self.board.cells
-        return [Move("place", (x,), names[x].name) for x in range(self.board.size)
-                if self._legal(x)]
+        return (Move("place", (x,), names[x].name) for x in range(self.board.size)
+                if self._legal(x))
 
     def random_move(self, rng: random.Random) -> Move:
         n = self.board.size

@@ -8,6 +8,7 @@ and the landing cell's neighbourhood. Groups are counted only for scores (small 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from .boards import Board
@@ -178,18 +179,21 @@ class HexifactPosition:
         return last if scores[last] >= scores[1 - last] else 1 - last
 
     def legal_moves(self) -> list[Move]:
+        return list(self.iter_legal_moves())
+
+    def iter_legal_moves(self) -> Iterator[Move]:
         if self.is_over:
-            return []
+            return
         names = self.board.cells
-        out = [Move("place", (x,), names[x].name) for x in range(self.board.size)
-               if self._placement_error(x) is None]
+        for x in range(self.board.size):
+            if self._placement_error(x) is None:
+                yield Move("place", (x,), names[x].name)
         me = self.ply % 2 + 1
         for s in range(self.board.size):
             if self.cells[s] == me and self._may_jump_from(s):
-                out.extend(Move("jump", (s, z), f"{names[s].name}-{names[z].name}")
-                           for z in self._jumps_from(s))
-        out.append(PASS)
-        return out
+                for z in self._jumps_from(s):
+                    yield Move("jump", (s, z), f"{names[s].name}-{names[z].name}")
+        yield PASS
 
     def random_move(self, rng: random.Random) -> Move:
         return rng.choice(self.legal_moves())

@@ -9,6 +9,7 @@ turn, applying it and listing every turn never flood-fills the board.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from .boards import Board
@@ -205,8 +206,13 @@ class XoddPosition:
 
     # -- listing and sampling ------------------------------------------------------------
     def legal_moves(self) -> list[Move]:
+        return list(self.iter_legal_moves())
+
+    def iter_legal_moves(self) -> Iterator[Move]:
+        """Single drops, then two-drop turns, then the pass: lazily, so that a caller who
+        wants only the first few pays for the per-cell tables, not for every pair."""
         if self.is_over:
-            return []
+            return
         total = self._total()
         board = self.board
         empties = [x for x, v in enumerate(self.cells) if not v]
@@ -218,18 +224,17 @@ class XoddPosition:
                 r = self._roots(x, c)
                 roots[x, c] = r
                 delta[x, c] = 1 - len(r)
-        out: list[Move] = []
-        for x in empties:
-            for c in (1, 2):
-                if (total + delta[x, c]) % 2:
-                    out.append(Move("drop", (x, c), f"{COLOUR_LETTERS[c - 1]}{names[x]}"))
+        yield from [Move("drop", (x, c), f"{COLOUR_LETTERS[c - 1]}{names[x]}")
+                    for x in empties for c in (1, 2) if (total + delta[x, c]) % 2]
         if self.ply == 0:
-            return out
+            return
         # Two drops: the sum of the single deltas, except for two stones of one colour where
-        # the first joins groups the second touches (or touches the second itself).
+        # the first joins groups the second touches (or touches the second itself). They
+        # are made a first cell at a time: a generator step per move would cost half again.
         need = (total + 1) % 2  # the two deltas must add up to this parity
         for i, x in enumerate(empties):
             adjacent = set(board.neighbours[x])
+            out: list[Move] = []
             for cx in (1, 2):
                 dx = delta[x, cx]
                 rx = roots[x, cx]
@@ -244,9 +249,9 @@ class XoddPosition:
                         if (d - need) % 2 == 0:
                             out.append(Move("drop", (x, cx, y, cy),
                                             f"{head}{COLOUR_LETTERS[cy - 1]}{names[y]}"))
+            yield from out
         if total % 2:
-            out.append(PASS)
-        return out
+            yield PASS
 
     def random_move(self, rng: random.Random) -> Move:
         """Uniform over legal turns by rejection sampling; lists them only as a fallback.

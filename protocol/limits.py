@@ -27,6 +27,12 @@ MAX_INT32 = 2**31 - 1
 MAX_SAFE_INT = 2**53 - 1
 """Upper bound of millisecond durations and timestamps (exact in a double)."""
 
+MAX_CELLS = 1024
+"""Most cells on a board (the engine's largest, 26 x 26, has 676)."""
+
+MAX_LISTED_MOVES = 1000
+"""A position's legal moves are listed (``position.legal_moves``) when at most this many."""
+
 MAX_CHAT_CHARS = 500
 MAX_NOTE_CHARS = 200  # a short note: why a challenge was declined
 MAX_MOVE_CHARS = 32

@@ -16,7 +16,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from protocol._schema import Ints, Items, Struct, Text, set_field
 from protocol.errors import InvalidMessage
@@ -26,6 +26,7 @@ from protocol.limits import (
     MAX_CHAT_CHARS,
     MAX_ERROR_MESSAGE_CHARS,
     MAX_LIST_LIMIT,
+    MAX_LISTED_MOVES,
     MAX_NOTE_CHARS,
     MAX_PASSWORD_CHARS,
     MAX_SAFE_INT,
@@ -36,6 +37,8 @@ from protocol.phases import AUTHENTICATED, CONNECTED, GREETED, GREETED_OR_LATER,
 from protocol.timecontrol import TimeControl
 from protocol.values import (
     MAX_LISTED,
+    CellName,
+    Cells,
     ChallengeEnd,
     ChallengeId,
     ClocksMs,
@@ -45,12 +48,14 @@ from protocol.values import (
     GameId,
     GameInfo,
     GameKey,
+    Geometry,
     Limits,
     Millis,
     MoveText,
     OpenSeek,
     Options,
     Ply,
+    PositionSummary,
     Record,
     RequestId,
     ResultFilter,
@@ -405,6 +410,46 @@ class GetGame(Message):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GetBoard(Message):
+    """A board's geometry for a game and its options: what a client draws it from."""
+
+    TAG = "get_board"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("board",)
+    id: RequestId
+    game: GameKey
+    options: Options
+
+    def _check(self) -> None:
+        set_field(self, "options", normalize_options("get_board", self.game, self.options))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetPosition(Message):
+    """A game's position after ``ply`` moves (default: all of them so far)."""
+
+    TAG = "get_position"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("position",)
+    id: RequestId
+    game_id: GameId
+    ply: Ply | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckMove(Message):
+    """Would ``move`` be legal after ``ply`` moves of a game? Nothing is played."""
+
+    TAG = "check_move"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("move_check",)
+    id: RequestId
+    game_id: GameId
+    ply: Ply
+    move: MoveText
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Ping(Message):
     """Application-level liveness check and round-trip measurement."""
 
@@ -440,6 +485,9 @@ ClientMessage = (
     | Resume
     | ListGames
     | GetGame
+    | GetBoard
+    | GetPosition
+    | CheckMove
     | Ping
 )
 
@@ -543,6 +591,52 @@ class GameRecord(Message):
     TAG = "game_record"
     id: RequestId
     record: Record
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Board(Message):
+    """Answer to ``get_board``: the options completed and the board's geometry."""
+
+    TAG = "board"
+    id: RequestId
+    game: GameKey
+    options: Options
+    geometry: Geometry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Position(Message):
+    """Answer to ``get_position``: who is to move, every cell, the cells the last move
+    touched, per-game facts, and the legal moves when there are few (absent: too many to
+    list; ``check_move`` a candidate instead)."""
+
+    TAG = "position"
+    id: RequestId
+    game_id: GameId
+    ply: Ply
+    to_move: Seat
+    cells: Cells
+    last_move_cells: Annotated[Sequence[CellName], Items(0, 8)]
+    summary: PositionSummary
+    legal_moves: Annotated[Sequence[MoveText], Items(0, MAX_LISTED_MOVES)] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MoveCheck(Message):
+    """Answer to ``check_move``: ``move`` is canonical if legal, else as sent, and
+    ``reason`` (given exactly when it is not legal) says why, in the engine's words."""
+
+    TAG = "move_check"
+    id: RequestId
+    game_id: GameId
+    ply: Ply
+    move: MoveText
+    legal: Literal[True, False]
+    reason: ErrorText | None = None
+
+    def _check(self) -> None:
+        if (self.reason is None) != self.legal:
+            raise InvalidMessage("move_check.reason: given exactly when the move is not legal")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -742,6 +836,9 @@ Reply = (
     | Lobby
     | GameList
     | GameRecord
+    | Board
+    | Position
+    | MoveCheck
     | Pong
     | ErrorReply
 )

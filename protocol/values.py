@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from protocol._schema import Free, Ints, Items, Struct, Text
 from protocol.errors import InvalidMessage
 from protocol.limits import (
+    MAX_CELLS,
     MAX_CURSOR_CHARS,
     MAX_INT32,
     MAX_MOVE_CHARS,
@@ -55,6 +56,11 @@ OptionValue = (
 Options = Annotated[Mapping[OptionName, OptionValue], Items(0, MAX_OPTIONS)]
 """A game's options by name, e.g. ``{"size": 9}``; values are ints or choice strings."""
 MoveText = Annotated[str, Text(1, MAX_MOVE_CHARS)]
+CellName = Annotated[str, Text(2, 3, pattern=r"[a-z][1-9][0-9]?")]
+"""A cell: column letter and row number, e.g. ``c3``."""
+Cells = Annotated[str, Text(1, MAX_CELLS, pattern=r"[.01]+")]
+"""A position's cells in the board's order, one character each: ``.`` empty, ``0`` or ``1``
+a piece of that seat's colour."""
 Token = Annotated[str, Text(1, MAX_TOKEN_CHARS, pattern=r"[\x21-\x7e]+")]
 Cursor = Annotated[str, Text(1, MAX_CURSOR_CHARS, pattern=r"[\x21-\x7e]+")]
 FreeMap = Annotated[Mapping[Annotated[str, Text(1, 64)], Annotated[Any, Free()]], Items(0, 64)]
@@ -218,3 +224,10 @@ class Limits(Struct):
 
 GameInfo = FreeMap
 """One game's metadata and option schema, as ``engine.get_game(key).describe()`` gives it."""
+
+Geometry = FreeMap
+"""A board's cells, drawing coordinates and neighbours, as the engine's
+``game.board(options).describe()`` gives it."""
+
+PositionSummary = FreeMap
+"""Per-game facts about a position (group counts, scores), as ``State.summary()`` gives it."""

@@ -4,8 +4,9 @@
 server as an async context manager for tests and tools. The :class:`App` holds the parts
 every connection needs and decides nothing itself: games live in :mod:`server.games`,
 requests are handled in :mod:`server.handlers`, stored records become protocol messages in
-:mod:`server.wire`. Plain HTTP on the same port serves ``/healthz`` and ``/metrics``
-(:mod:`server.http`); websocket clients connect to ``/ws`` (or ``/``).
+:mod:`server.wire`. Plain HTTP on the same port serves ``/healthz``, ``/metrics``
+(:mod:`server.http`) and the browser page (:mod:`server.web`); websocket clients connect to
+``/ws`` (or ``/``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .accounts import Accounts, Passwords
 from .config import Settings
 from .games import Games
 from .history import History
+from .housebots import HouseBots, start_house_bots
 from .http import Routes
 from .lobby import Lobby
 from .metrics import Metrics
@@ -53,7 +55,7 @@ class App:
         self.lobby = Lobby()
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn)
         self.history = History(self.games, self.store)
-        self.routes = Routes(metrics)
+        self.routes = Routes(metrics, settings)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         # an account's budgets over all its connections
@@ -80,11 +82,12 @@ class App:
 
 @dataclass
 class Running:
-    """A started server: its app and the port it listens on."""
+    """A started server: its app, the port it listens on, its house bots."""
 
     app: App
     ws_server: Server
     port: int
+    house: HouseBots
 
 
 @asynccontextmanager
@@ -97,17 +100,17 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
         app = App(settings, storage, metrics)
         try:
             await app.games.restore()
-            origins: list[str | None] = [None, *(settings.origins or [])]
             async with websockets.serve(
                 app.serve_connection, settings.host, settings.port,
                 process_request=app.routes.respond,
                 max_size=settings.max_frame_bytes, compression=None,
                 ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
                 close_timeout=settings.close_timeout,
-                origins=origins,  # type: ignore[arg-type]
                 max_queue=16, server_header=None, reuse_port=settings.reuse_port,
             ) as ws_server:
                 port = next(iter(ws_server.sockets)).getsockname()[1]
+                house = await start_house_bots(app.store, settings.house_bots, settings.host,
+                                               port)
                 log.info("listening", extra={"host": settings.host, "port": port,
                                              "db": redact_url(settings.db_url),
                                              "games_in_progress": len(app.games)})
@@ -115,11 +118,12 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                                                     settings.revocation_poll_s),
                                 name="tessera-revocations")
                 try:
-                    yield Running(app, ws_server, port)
+                    yield Running(app, ws_server, port, house)
                 finally:
                     app.games.close()
                     ws_server.close()  # closes every connection with 1001 (going away)
                     await ws_server.wait_closed()
+                    await house.stop()
         finally:
             await app.close()
     log.info("stopped: everything acknowledged is stored")

@@ -39,8 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "move survives a power loss; NORMAL, faster, a power loss may "
                             "lose the last moves (a crash of the process loses nothing)")
     serve.add_argument("--origin", action="append", default=[],
-                       help="allow browsers from this Origin (repeatable; default: none, "
-                            "clients that send no Origin are always allowed)")
+                       help="also allow browser pages from this Origin (repeatable; pages "
+                            "the server serves itself need none; clients that send no Origin "
+                            "are always allowed)")
+    serve.add_argument("--house-bots", default="", metavar="BOTS",
+                       help="bundled bots to run as players anyone can challenge, e.g. "
+                            "random,greedy,mcts (default: none)")
     serve.add_argument("--grace", type=float, default=30.0,
                        help="seconds before a win can be claimed from an absent opponent "
                             "(default: %(default)s)")
@@ -162,7 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             sqlite_synchronous=args.sqlite_synchronous,
                             origins=args.origin or None, grace_ms=int(args.grace * 1000),
                             max_frame_bytes=args.max_frame, conn_rate=args.rate,
-                            conn_burst=args.rate * 2, reuse_port=args.reuse_port)
+                            conn_burst=args.rate * 2, reuse_port=args.reuse_port,
+                            house_bots=[b for b in args.house_bots.split(",") if b.strip()])
         raise_fd_limit()
         with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
             if args.cluster:

@@ -36,7 +36,8 @@ class Settings:
     # how long a closing connection may take to finish the close handshake before it is cut
     # (a peer that stopped answering pings is dropped after interval + timeout + this)
     close_timeout: float = 10.0
-    origins: list[str] | None = None  # None: no browser Origin allowed (non-browser clients ok)
+    origins: list[str] | None = None  # browser Origins allowed besides the server's own
+    house_bots: list[str] = field(default_factory=list)  # bundled bots the server runs
     grace_ms: int = 30_000  # an absent opponent may be claimed against after this
     login_lockout_after: int = 5
     login_lockout_base_s: float = 30.0

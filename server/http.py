@@ -1,7 +1,9 @@
-"""Plain HTTP on the websocket port: ``/healthz`` and ``/metrics`` (and 404 elsewhere).
+"""Plain HTTP on the websocket port: ``/healthz``, ``/metrics``, the browser page
+(:mod:`server.web`), and 404 elsewhere.
 
 websockets calls :meth:`Routes.respond` with each request before the upgrade: a response
-ends the request there, None lets the websocket handshake go on (``/ws`` or ``/``).
+ends the request there, None lets the websocket handshake go on (``/ws`` or ``/``; a
+browser page's handshake only from an origin allowed to connect).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from . import web
+from .config import Settings
 from .metrics import Metrics
 
 WS_PATHS = ("/", "/ws")
@@ -20,8 +24,9 @@ WS_PATHS = ("/", "/ws")
 class Routes:
     """The HTTP side of one server."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, settings: Settings) -> None:
         self._metrics = metrics
+        self._settings = settings
 
     def respond(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
@@ -32,6 +37,8 @@ class Routes:
             headers = Headers([("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),
                                ("Content-Length", str(len(body)))])
             return Response(200, "OK", headers, body)
+        if (page := web.respond(request, self._settings)) is not None:
+            return page
         if path not in WS_PATHS:
             return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
         return None

@@ -42,7 +42,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 # serve flags the supervisor sets per worker instead of passing on
-PER_WORKER = {"workers", "node_id", "port", "ready_file", "reuse_port", "serve_parser"}
+PER_WORKER = {"workers", "node_id", "port", "ready_file", "reuse_port", "serve_parser",
+              "house_bots"}  # the house bots run in the first worker only
 
 
 def worker_argv(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
@@ -187,6 +188,8 @@ def run_workers(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         commands = [[sys.executable, "-m", "server", "serve", *common,
                      "--node-id", f"{base}-{i + 1}", "--port", str(port), "--reuse-port",
                      "--ready-file", str(ready_files[i])] for i in range(args.workers)]
+        if args.house_bots:
+            commands[0] += ["--house-bots", args.house_bots]
         supervisor = Supervisor(commands, ready_files=ready_files)
 
         async def main() -> int:

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import protocol as p
 
-from . import account, archive, lobby, play, watch
+from . import account, archive, lobby, play, positions, watch
 
 if TYPE_CHECKING:
     from ..session import Session
 
 Handler = Callable[["Session", Any], Awaitable[p.ServerMessage | None]]
 
-MODULES: tuple[ModuleType, ...] = (account, lobby, play, watch, archive)
+MODULES: tuple[ModuleType, ...] = (account, lobby, play, watch, archive, positions)
 
 
 def dispatch_table(modules: tuple[ModuleType, ...] = MODULES) -> dict[type, Handler]:

@@ -33,6 +33,11 @@ XODD_INFO = {
             "max": 26,
         }
     ],
+    "piece": "stone",
+    "moves": [
+        {"kind": "drop", "pieces": ["B", "W"], "max": 2, "join": ",", "example": "Bc3,Wd4"},
+        {"kind": "pass", "text": "pass"},
+    ],
 }
 HEXIFACT_INFO = {
     "key": "hexifact",
@@ -56,6 +61,12 @@ HEXIFACT_INFO = {
             "doc": "when a stone may jump",
             "choices": ["after-placing", "once-per-stone"],
         },
+    ],
+    "piece": "stone",
+    "moves": [
+        {"kind": "place", "example": "c3"},
+        {"kind": "jump", "join": "-", "example": "c3-c6"},
+        {"kind": "pass", "text": "pass"},
     ],
 }
 
@@ -104,6 +115,34 @@ RECORD = p.Record(
     created_ms=1_767_225_600_000,
     ended_ms=1_767_225_640_000,
 )
+
+# What engine.get_game("yodd").board({"size": 2}).describe() gives (checked against the
+# engine): the smallest hex board, seven cells.
+THIRD = 1 / 3
+YODD_2_GEOMETRY = {
+    "kind": "hex",
+    "label": "hexhex 2",
+    "cells": [
+        {"name": "a1", "col": 0, "row": 0, "x": 0.0, "y": 0.0},
+        {"name": "b1", "col": 1, "row": 0, "x": 1.0, "y": 0.0},
+        {"name": "a2", "col": 0, "row": 1, "x": -0.5, "y": 1.0},
+        {"name": "b2", "col": 1, "row": 1, "x": 0.5, "y": 1.0},
+        {"name": "c2", "col": 2, "row": 1, "x": 1.5, "y": 1.0},
+        {"name": "b3", "col": 1, "row": 2, "x": 0.0, "y": 2.0},
+        {"name": "c3", "col": 2, "row": 2, "x": 1.0, "y": 2.0},
+    ],
+    "neighbours": [[1, 2, 3], [0, 3, 4], [3, 5, 0], [2, 4, 5, 6, 0, 1], [3, 6, 1], [6, 2, 3],
+                   [5, 3, 4]],
+    "outline": [[0.0, 2 * THIRD], [0.5, THIRD], [0.5, -THIRD], [0.0, -2 * THIRD],
+                [-0.5, -THIRD], [-0.5, THIRD]],
+    "y_scale": 0.8660254037844386,
+}
+# The position of the story's game after its two moves (Bc3, then Wd4,Be5): too many
+# legal moves to list. And a Hadron 5x5 game after c3 and a1, whose moves are listed.
+XODD_CELLS_AFTER_2 = "." * 20 + "0" + "." * 9 + "1" + "." * 9 + "0" + "." * 40
+HADRON_GAME_ID = "h4d7r0n5x2"
+HADRON_LEGAL = ("c1", "d1", "e1", "b2", "d2", "e2", "a3", "e3", "a4", "b4", "d4", "e4", "a5",
+                "b5", "c5", "d5", "e5")
 
 SEEK = p.OpenSeek(seek_id=17, user=ALICE, game="xodd", options=XODD_9, clock=BLITZ)
 
@@ -244,6 +283,27 @@ EXAMPLES: dict[str, p.Message] = {
     ),
     "get_game": p.GetGame(id=23, game_id=GAME_ID),
     "game_record": p.GameRecord(id=23, record=RECORD),
+    # Boards, positions and move checks, for clients that know no rules
+    "get_board": p.GetBoard(id=24, game="yodd", options={"size": 2}),
+    "board": p.Board(id=24, game="yodd", options={"size": 2}, geometry=YODD_2_GEOMETRY),
+    "get_position": p.GetPosition(id=25, game_id=GAME_ID, ply=2),
+    "position": p.Position(
+        id=25, game_id=GAME_ID, ply=2, to_move=0, cells=XODD_CELLS_AFTER_2,
+        last_move_cells=("d4", "e5"),
+        summary={"groups": [2, 1], "stones": [2, 1], "total_groups": 3, "parity": "odd",
+                 "empty_cells": 78},
+    ),
+    "position_listed": p.Position(
+        id=26, game_id=HADRON_GAME_ID, ply=2, to_move=0, cells="1" + "." * 11 + "0" + "." * 12,
+        last_move_cells=("a1",), summary={"legal_squares": list(HADRON_LEGAL), "tiles": [1, 1]},
+        legal_moves=HADRON_LEGAL,
+    ),
+    "check_move": p.CheckMove(id=27, game_id=GAME_ID, ply=2, move="Wg7,Bf6"),
+    "move_check": p.MoveCheck(id=27, game_id=GAME_ID, ply=2, move="Bf6,Wg7", legal=True),
+    "move_check_illegal": p.MoveCheck(
+        id=28, game_id=GAME_ID, ply=2, move="Wf6", legal=False,
+        reason="Wf6: the turn would end with 4 groups, an even number",
+    ),
     # Errors without a request
     "error_bad_frame": p.ErrorReply(
         code="bad_request", message="not a msgpack value: truncated"

@@ -115,8 +115,12 @@ def _structs(
         snapshot = draw(structs(p.Snapshot))
         return p.GameStarted(game_id=snapshot.game_id, seq=snapshot.seq, snapshot=snapshot)
     kwargs: dict[str, Any] = {}
-    if cls in (p.Seek, p.Challenge):
+    if cls in (p.Seek, p.Challenge, p.GetBoard):
         kwargs["game"], kwargs["options"] = draw(_game_and_options())
+    if cls is p.MoveCheck:
+        kwargs["legal"] = draw(st.booleans())
+        reason = from_converter(_field(p.MoveCheck, "reason")).filter(lambda r: r is not None)
+        kwargs["reason"] = None if kwargs["legal"] else draw(reason)
     if cls is p.Hello:
         kwargs["version"] = p.PROTOCOL_VERSION  # other versions are refused by design
     if cls is p.GameOver:

@@ -15,7 +15,13 @@ import pytest
 import engine
 import protocol as p
 from protocol._schema import struct_converter
-from tests.protocol.examples import EXAMPLES, HEXIFACT_INFO, MOVES, XODD_INFO
+from tests.protocol.examples import (
+    EXAMPLES,
+    HEXIFACT_INFO,
+    MOVES,
+    XODD_INFO,
+    YODD_2_GEOMETRY,
+)
 from tests.protocol.make_golden import (
     DOCUMENT,
     GOLDEN_DIR,
@@ -142,3 +148,31 @@ def test_example_moves_are_legal_and_canonical() -> None:
     state = engine.new_game("xodd", size=9).play("Bc3")
     with pytest.raises(engine.IllegalMove, match="Wf6: the turn would end with 4 groups"):
         state.play("Be5,Wd4").play("Wf6")
+
+
+def test_example_boards_positions_and_checks_are_the_engines() -> None:
+    """The examples of get_board, get_position and check_move are what the engine says."""
+    assert engine.get_game("yodd").board({"size": 2}).describe() == YODD_2_GEOMETRY
+    cases = {"position": ("xodd", {"size": 9}, [m.move for m in MOVES]),
+             "position_listed": ("hadron", {"size": 5}, ["c3", "a1"])}
+    for name, (key, options, moves) in cases.items():
+        example = EXAMPLES[name]
+        assert isinstance(example, p.Position)
+        state = engine.replay(key, options, moves)
+        assert example.cells == "".join(".01"[v] for v in state.cells)
+        assert (example.ply, example.to_move) == (state.ply, state.to_move)
+        assert list(example.last_move_cells) == state.cells_of(moves[-1])
+        assert example.summary == state.summary()
+        listed = state.legal_moves_upto(p.MAX_LISTED_MOVES)
+        assert example.legal_moves == (None if listed is None else tuple(map(str, listed)))
+    state = engine.replay("xodd", {"size": 9}, [m.move for m in MOVES])
+    asked = EXAMPLES["check_move"]
+    assert isinstance(asked, p.CheckMove)
+    assert EXAMPLES["move_check"] == p.MoveCheck(
+        id=asked.id, game_id=asked.game_id, ply=asked.ply,
+        move=str(state.parse_move(asked.move)), legal=True)
+    illegal = EXAMPLES["move_check_illegal"]
+    assert isinstance(illegal, p.MoveCheck)
+    with pytest.raises(engine.IllegalMove) as refused:
+        state.parse_move(illegal.move)
+    assert illegal.reason == str(refused.value)

@@ -1,0 +1,72 @@
+// Text for people: clocks, time controls, options, results. No game is named here: what a
+// game is called and what its seats' colours are comes from the server's metadata.
+
+/** A clock reading: 4:59, 1:02:03, or 9.4 under ten seconds. */
+export function clockText(ms) {
+  const t = Math.max(0, ms);
+  if (t < 10000) return (Math.floor(t / 100) / 10).toFixed(1);
+  const total = Math.floor(t / 1000);
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  const mm = h ? String(m).padStart(2, "0") : String(m);
+  return (h ? `${h}:` : "") + `${mm}:${String(s).padStart(2, "0")}`;
+}
+
+function amount(ms) {
+  if (ms % 60000 === 0) return `${ms / 60000} min`;
+  return `${ms / 1000} s`;
+}
+
+/** A time control for people: "5 min + 3 s", "30 s a move", "3 days a move", "no clock". */
+export function clockLabel(clock) {
+  switch (clock.kind) {
+    case "fischer":
+      return `${amount(clock.base_ms)} + ${clock.increment_ms / 1000} s`;
+    case "per_move":
+      return `${amount(clock.per_move_ms)} a move`;
+    case "correspondence":
+      return `${clock.days_per_move} day${clock.days_per_move === 1 ? "" : "s"} a move`;
+    default:
+      return "no clock";
+  }
+}
+
+/** "Xodd 9 · size 9" style: the game's name and its options that differ from nothing. */
+export function gameLabel(info, options) {
+  const name = info ? info.name : "?";
+  const parts = Object.entries(options || {}).map(([k, v]) => `${k} ${v}`);
+  return parts.length ? `${name} (${parts.join(", ")})` : name;
+}
+
+const REASONS = {
+  normal: (w, l) => `${w} wins`,
+  resign: (w, l) => `${l} resigned: ${w} wins`,
+  timeout: (w, l) => `${l} ran out of time: ${w} wins`,
+  abandon: (w, l) => `${l} left the game: ${w} wins`,
+};
+
+/** Why a game ended, with the winner's colour and name. */
+export function resultText(result, players, colours) {
+  if (!result) return "";
+  if (result.reason === "abort" || result.winner === undefined) return "Game aborted";
+  const who = (seat) => `${colours[seat]} (${players[seat].name})`;
+  const say = REASONS[result.reason] || REASONS.normal;
+  return say(who(result.winner), who(1 - result.winner));
+}
+
+/** A user's name with a mark for bots and guests (ratings will go here). */
+export function userText(user) {
+  if (!user) return "";
+  if (user.kind === "bot") return `${user.name} (bot)`;
+  return user.name;
+}
+
+/** "2 min ago" style age of an epoch-ms time. */
+export function ago(ms) {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return "just now";
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return new Date(ms).toISOString().slice(0, 10);
+}

@@ -1,0 +1,255 @@
+// The lobby, /: create a seek or challenge (game, options with the values the server
+// allows, clock), accept someone's seek, play the computer (the bots online), and find
+// games to watch or replay. Names and every other text from the server go in as text.
+
+import { fill, h } from "./dom.js";
+import { ago, clockLabel, gameLabel, resultText, userText } from "./format.js";
+
+const REFRESH_GAMES_MS = 10000;
+const CLOCK_KINDS = [
+  ["fischer", "Minutes + increment"],
+  ["per_move", "Seconds a move"],
+  ["correspondence", "Days a move"],
+  ["unlimited", "No clock"],
+];
+
+export class LobbyView {
+  constructor(app) {
+    this.app = app;
+    this.conn = app.conn;
+    this.seeks = new Map();
+    this.players = new Map();
+    this.timer = null;
+  }
+
+  async mount(root) {
+    this.root = root;
+    document.title = "Tessera";
+    this._build();
+    await this.subscribe();
+    this.refreshGames();
+    this.timer = setInterval(() => this.refreshGames(), REFRESH_GAMES_MS);
+  }
+
+  unmount() {
+    clearInterval(this.timer);
+    this.conn.request("lobby_unsubscribe").catch(() => {});
+  }
+
+  async onReconnect() {
+    await this.subscribe();
+    this.refreshGames();
+  }
+
+  async subscribe() {
+    const lobby = await this.conn.request("lobby_subscribe");
+    this.seeks = new Map(lobby.seeks.map((s) => [s.seek_id, s]));
+    this.players = new Map(lobby.players.map((p) => [p.name, p]));
+    this.renderSeeks();
+    this.renderPlayers();
+    this.renderMine();
+  }
+
+  onEvent(msg) {
+    switch (msg.t) {
+      case "seek_added": this.seeks.set(msg.seek.seek_id, msg.seek); this.renderSeeks(); return true;
+      case "seek_removed": this.seeks.delete(msg.seek_id); this.renderSeeks(); return true;
+      case "player_online": this.players.set(msg.user.name, msg.user); this.renderPlayers(); return true;
+      case "player_offline": this.players.delete(msg.name); this.renderPlayers(); return true;
+      default: return false;
+    }
+  }
+
+  onSession() {
+    this.renderSeeks();
+    this.renderPlayers();
+    this.renderMine();
+  }
+
+  // -- the form ----------------------------------------------------------------------------
+  _build() {
+    const games = this.conn.welcome.games;
+    this.gameSelect = h("select", { name: "game", "aria-label": "game", onchange: () => this._renderOptions() },
+      games.map((g) => h("option", { value: g.key, text: g.name })));
+    this.optionBox = h("div", { class: "options" });
+    this.summary = h("p", { class: "game-summary muted" });
+    this.clockKind = h("select", { name: "clock", "aria-label": "clock", onchange: () => this._renderClock() },
+      CLOCK_KINDS.map(([k, label]) => h("option", { value: k, text: label })));
+    this.clockBox = h("div", { class: "clock-fields" });
+    this.colour = h("select", { name: "colour", "aria-label": "your colour" });
+    this.formStatus = h("p", { class: "form-status", "aria-live": "polite" });
+    const form = h("form", { class: "card new-game", onsubmit: (e) => { e.preventDefault(); this.seek(); } },
+      h("h2", { text: "New game" }),
+      h("label", {}, "Game ", this.gameSelect), this.summary, this.optionBox,
+      h("label", {}, "Clock ", this.clockKind), this.clockBox,
+      h("label", {}, "Your colour (challenges) ", this.colour),
+      h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Seek an opponent")),
+      this.formStatus);
+    this.botList = h("ul", { class: "bots" });
+    this.seekTable = h("tbody");
+    this.playerList = h("ul", { class: "players" });
+    this.mine = h("ul", { class: "my-games" });
+    this.liveList = h("ul", { class: "game-links" });
+    this.doneList = h("ul", { class: "game-links" });
+    fill(this.root, h("div", { class: "lobby" },
+      h("div", { class: "lobby-main" },
+        form,
+        h("section", { class: "card computer" }, h("h2", { text: "Play the computer" }),
+          h("p", { class: "muted", text: "With the game and clock chosen above." }), this.botList),
+        h("section", { class: "card" }, h("h2", { text: "Open seeks" }),
+          h("table", { class: "seeks" }, h("thead", {}, h("tr", {},
+            ["Player", "Game", "Clock", ""].map((t) => h("th", { text: t })))), this.seekTable))),
+      h("div", { class: "lobby-side" },
+        h("section", { class: "card" }, h("h2", { text: "Your games" }), this.mine),
+        h("section", { class: "card" }, h("h2", { text: "Online" }), this.playerList),
+        h("section", { class: "card" }, h("h2", { text: "Games in progress" }), this.liveList),
+        h("section", { class: "card" }, h("h2", { text: "Finished games" }), this.doneList))));
+    this._renderOptions();
+    this._renderClock();
+  }
+
+  _info() {
+    return this.conn.game(this.gameSelect.value);
+  }
+
+  _renderOptions() {
+    const info = this._info();
+    this.summary.textContent = info.summary;
+    this.optionBox.replaceChildren(...info.options.map((o) => {
+      const input = o.type === "int"
+        ? h("input", { type: "number", name: o.name, min: o.min, max: o.max, value: o.default, required: true })
+        : h("select", { name: o.name }, o.choices.map((c) => h("option", { value: c, text: c, selected: c === o.default })));
+      input.dataset.option = o.name;
+      return h("label", { title: o.doc }, `${o.name} `, input, h("span", { class: "muted", text: ` ${o.doc}` }));
+    }));
+    this.colour.replaceChildren(h("option", { value: "random", text: "random" }),
+      ...info.players.map((name, seat) => h("option", { value: String(seat), text: `${name} (${seat ? "second" : "first"})` })));
+  }
+
+  _renderClock() {
+    const kind = this.clockKind.value;
+    const num = (name, value, min, max, label) => h("label", {}, `${label} `,
+      h("input", { type: "number", name, value, min, max, step: "any", required: true }));
+    const fields = {
+      fischer: [num("minutes", 5, 0.5, 1440, "Minutes"), num("increment", 3, 0, 3600, "Increment (s)")],
+      per_move: [num("seconds", 30, 1, 86400, "Seconds a move")],
+      correspondence: [num("days", 3, 1, 30, "Days a move")],
+      unlimited: [],
+    }[kind];
+    this.clockBox.replaceChildren(...fields);
+  }
+
+  /** The game, options and clock the form describes. */
+  offer() {
+    const info = this._info();
+    const options = {};
+    for (const input of this.optionBox.querySelectorAll("[data-option]")) {
+      const spec = info.options.find((o) => o.name === input.dataset.option);
+      options[spec.name] = spec.type === "int" ? Number(input.value) : input.value;
+    }
+    const value = (name) => Number(this.clockBox.querySelector(`[name=${name}]`).value);
+    const clock = { kind: this.clockKind.value };
+    if (clock.kind === "fischer") {
+      clock.base_ms = Math.round(value("minutes") * 60000);
+      clock.increment_ms = Math.round(value("increment") * 1000);
+    } else if (clock.kind === "per_move") clock.per_move_ms = Math.round(value("seconds") * 1000);
+    else if (clock.kind === "correspondence") clock.days_per_move = Math.round(value("days"));
+    return { game: info.key, options, clock };
+  }
+
+  async seek() {
+    try {
+      await this.app.session.ensure();
+      await this.conn.request("seek", this.offer());
+      this.formStatus.textContent = "Seek open: waiting for an opponent.";
+    } catch (err) {
+      this.formStatus.textContent = err.message;
+    }
+  }
+
+  async challenge(name) {
+    try {
+      await this.app.session.ensure();
+      const colour = this.colour.value === "random" ? "random" : Number(this.colour.value);
+      const offer = { to: name, ...this.offer(), color: colour };
+      const reply = await this.conn.request("challenge", offer);
+      this.app.challenges.sent(reply.challenge_id, offer);
+      this.formStatus.textContent = `Challenge sent to ${name}.`;
+    } catch (err) {
+      this.formStatus.textContent = err.message;
+    }
+  }
+
+  // -- lists -------------------------------------------------------------------------------
+  renderSeeks() {
+    const me = this.app.session.user;
+    const rows = [...this.seeks.values()].map((seek) => {
+      const own = me && seek.user.name === me.name;
+      const button = own
+        ? h("button", { type: "button", onclick: () => this.conn.request("cancel_seek", { seek_id: seek.seek_id }).catch(() => {}) }, "Cancel")
+        : h("button", { type: "button", class: "primary", onclick: () => this.accept(seek) }, "Play");
+      return h("tr", { dataset: { seek: String(seek.seek_id) } },
+        h("td", { class: "who", text: userText(seek.user) }),
+        h("td", { text: gameLabel(this.conn.game(seek.game), seek.options) }),
+        h("td", { text: clockLabel(seek.clock) }), h("td", {}, button));
+    });
+    if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: "4", class: "muted", text: "No open seeks: create one." })));
+    this.seekTable.replaceChildren(...rows);
+  }
+
+  async accept(seek) {
+    try {
+      await this.app.session.ensure();
+      await this.conn.request("accept_seek", { seek_id: seek.seek_id });
+    } catch (err) {
+      this.formStatus.textContent = err.message;
+    }
+  }
+
+  renderPlayers() {
+    const me = this.app.session.user;
+    const people = [...this.players.values()].filter((p) => p.kind !== "bot");
+    const bots = [...this.players.values()].filter((p) => p.kind === "bot");
+    const row = (user) => h("li", { dataset: { user: user.name } },
+      h("span", { class: `who kind-${user.kind}`, text: userText(user) }),
+      me && me.name === user.name ? h("span", { class: "muted", text: " (you)" })
+        : h("button", { type: "button", onclick: () => this.challenge(user.name) }, user.kind === "bot" ? "Play" : "Challenge"));
+    this.playerList.replaceChildren(...people.map(row));
+    if (!people.length) this.playerList.append(h("li", { class: "muted", text: "Nobody yet." }));
+    this.botList.replaceChildren(...bots.map(row));
+    if (!bots.length) {
+      this.botList.append(h("li", { class: "muted", text: "No bot is online (the server starts some with --house-bots)." }));
+    }
+  }
+
+  renderMine() {
+    const ids = [...this.app.session.activeGames];
+    this.mine.replaceChildren(...ids.map((id) => h("li", {}, h("a", { href: `/game/${id}`, "data-link": "" }, `Game ${id}`))));
+    if (!ids.length) this.mine.append(h("li", { class: "muted", text: "None in progress." }));
+  }
+
+  async refreshGames() {
+    try {
+      const [live, done] = await Promise.all([
+        this.conn.request("list_games", { status: "playing", limit: 20 }),
+        this.conn.request("list_games", { status: "over", limit: 15 }),
+      ]);
+      this.liveList.replaceChildren(...live.games.map((g) => this._gameLink(g)));
+      if (!live.games.length) this.liveList.append(h("li", { class: "muted", text: "None right now." }));
+      this.doneList.replaceChildren(...done.games.map((g) => this._gameLink(g)));
+      if (!done.games.length) this.doneList.append(h("li", { class: "muted", text: "None yet." }));
+    } catch (err) {
+      // the next refresh will try again
+    }
+  }
+
+  _gameLink(g) {
+    const info = this.conn.game(g.game) || { name: g.game, players: ["first", "second"] };
+    const line = g.status === "over" ? resultText(g.result, g.players, info.players)
+      : `${g.ply} move${g.ply === 1 ? "" : "s"}`;
+    return h("li", { dataset: { game: g.game_id } },
+      h("a", { href: `/game/${g.game_id}`, "data-link": "" },
+        h("span", { class: "players", text: `${userText(g.players[0])} – ${userText(g.players[1])}` }),
+        h("span", { class: "muted", text: ` ${gameLabel(info, g.options)} · ${line} · ${ago(g.created_ms)}` })));
+  }
+}

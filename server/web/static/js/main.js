@@ -1,0 +1,232 @@
+// Tessera in the browser: the connection, the login kept across reloads, challenges on
+// every page, and the two views (the lobby at /, a game at /game/ID).
+
+import { Connection, serverUrl } from "./conn.js";
+import { fill, h } from "./dom.js";
+import { clockLabel, gameLabel, userText } from "./format.js";
+import { GameView } from "./game.js";
+import { LobbyView } from "./lobby.js";
+
+const TOKEN_KEY = "tessera.session";
+
+function stored(value) {
+  try {
+    if (value === undefined) return localStorage.getItem(TOKEN_KEY);
+    if (value === null) localStorage.removeItem(TOKEN_KEY);
+    else localStorage.setItem(TOKEN_KEY, value);
+  } catch (err) {
+    // storage refused (a private window): the login lasts as long as the connection
+  }
+  return null;
+}
+
+/** Who is logged in on this connection, and the games they play. */
+class Session {
+  constructor(conn, changed) {
+    this.conn = conn;
+    this.changed = changed;
+    this.user = null;
+    this.activeGames = new Set();
+  }
+
+  /** Log in again with the stored session token (after a reload or a reconnect). */
+  async restore() {
+    this.user = null;
+    const token = stored();
+    if (token) {
+      try {
+        this._authed(await this.conn.request("auth_token", { token }, { early: true }));
+      } catch (err) {
+        if (err.code !== "invalid_credentials") throw err;
+        stored(null);
+      }
+    }
+    this.changed();
+  }
+
+  _authed(reply) {
+    this.user = reply.user;
+    this.activeGames = new Set(reply.active_games);
+    stored(reply.session_token);
+    this.changed();
+  }
+
+  async guest() { this._authed(await this.conn.request("guest")); }
+  async login(username, password) { this._authed(await this.conn.request("login", { username, password })); }
+  async register(username, password) { this._authed(await this.conn.request("register", { username, password })); }
+
+  async logout() {
+    await this.conn.request("logout");
+    stored(null);
+    this.user = null;
+    this.activeGames = new Set();
+    this.changed();
+  }
+
+  /** Play as a guest unless logged in already. */
+  async ensure() {
+    if (!this.user) await this.guest();
+  }
+}
+
+/** Challenges sent and received, shown on every page. */
+class Challenges {
+  constructor(app, box) {
+    this.app = app;
+    this.box = box;
+    this.items = new Map(); // id -> {incoming, offer}
+  }
+
+  sent(id, offer) {
+    this.items.set(id, { incoming: false, offer });
+    this.render();
+  }
+
+  received(msg) {
+    this.items.set(msg.challenge_id, { incoming: true, offer: msg });
+    this.render();
+  }
+
+  ended(msg) {
+    const item = this.items.get(msg.challenge_id);
+    this.items.delete(msg.challenge_id);
+    if (item && !item.incoming && msg.reason === "declined") {
+      this.app.notify(`${item.offer.to} declined your challenge${msg.message ? `: ${msg.message}` : "."}`);
+    }
+    this.render();
+  }
+
+  clear() {
+    this.items.clear();
+    this.render();
+  }
+
+  render() {
+    const conn = this.app.conn;
+    const rows = [...this.items].map(([id, { incoming, offer }]) => {
+      const what = `${gameLabel(conn.game(offer.game), offer.options)}, ${clockLabel(offer.clock)}`;
+      const act = (t) => () => conn.request(t, { challenge_id: id }).catch((e) => this.app.notify(e.message));
+      return h("div", { class: "challenge", dataset: { challenge: String(id) } },
+        incoming
+          ? h("span", {}, h("b", { text: userText(offer.from) }), ` challenges you: ${what}`)
+          : h("span", {}, `You challenged `, h("b", { text: offer.to }), `: ${what}`),
+        incoming ? h("button", { type: "button", class: "primary accept", onclick: act("accept_challenge") }, "Accept") : null,
+        incoming ? h("button", { type: "button", class: "decline", onclick: act("decline_challenge") }, "Decline")
+          : h("button", { type: "button", class: "cancel", onclick: act("cancel_challenge") }, "Cancel"));
+    });
+    this.box.replaceChildren(...rows);
+  }
+}
+
+class App {
+  constructor() {
+    this.main = document.getElementById("main");
+    this.conn = new Connection(serverUrl());
+    this.session = new Session(this.conn, () => this.renderAccount());
+    this.challenges = new Challenges(this, document.getElementById("challenges"));
+    this.view = null;
+    this.opened = false;
+    this.conn.onOpen = () => this.session.restore();
+    this.conn.onEvent = (msg) => this.onEvent(msg);
+    this.conn.onState = (state) => this.onState(state);
+    document.addEventListener("click", (e) => this.onLink(e));
+    window.addEventListener("popstate", () => this.render());
+    this.conn.connect();
+  }
+
+  onState(state) {
+    document.getElementById("net").dataset.state = state;
+    document.getElementById("net").title = { open: "connected", connecting: "connecting…", closed: "reconnecting…" }[state];
+    if (state === "closed") this.challenges.clear(); // challenges end with the connection
+    if (state !== "open") return;
+    if (!this.opened) {
+      this.opened = true;
+      this.render();
+    } else if (this.view) this.view.onReconnect();
+  }
+
+  onEvent(msg) {
+    switch (msg.t) {
+      case "challenge_received": this.challenges.received(msg); return;
+      case "challenge_ended": this.challenges.ended(msg); return;
+      case "game_started":
+        this.session.activeGames.add(msg.game_id);
+        if (!(this.view instanceof GameView && this.view.gameId === msg.game_id)) {
+          this.navigate(`/game/${msg.game_id}`);
+          return;
+        }
+        break;
+      default: break;
+    }
+    if (this.view) this.view.onEvent(msg);
+  }
+
+  onLink(e) {
+    const link = e.target.closest && e.target.closest("a[data-link]");
+    if (!link || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+    e.preventDefault();
+    this.navigate(link.getAttribute("href"));
+  }
+
+  navigate(path) {
+    if (path !== location.pathname + location.hash) history.pushState(null, "", path);
+    this.render();
+  }
+
+  render() {
+    if (this.view) this.view.unmount();
+    const match = location.pathname.match(/^\/game\/([0-9A-Za-z_-]{1,32})$/);
+    this.view = match ? new GameView(this, match[1]) : new LobbyView(this);
+    this.view.mount(this.main).catch((err) => this.notify(err.message));
+  }
+
+  notify(text) {
+    const note = h("div", { class: "toast", role: "status", text });
+    document.getElementById("notices").append(note);
+    setTimeout(() => note.remove(), 6000);
+  }
+
+  renderAccount() {
+    const box = document.getElementById("account");
+    const user = this.session.user;
+    if (user) {
+      fill(box, h("span", { class: "me", dataset: { kind: user.kind } }, userText(user)),
+        h("button", { type: "button", class: "logout", onclick: () => this.session.logout().catch((e) => this.notify(e.message)) }, "Log out"));
+    } else {
+      fill(box, h("button", { type: "button", class: "login-open", onclick: () => this.loginForm() }, "Log in"),
+        h("button", { type: "button", class: "guest", onclick: () => this.session.guest().catch((e) => this.notify(e.message)) }, "Play as guest"));
+    }
+    if (this.view && this.view.onSession) this.view.onSession();
+  }
+
+  loginForm() {
+    const name = h("input", { type: "text", name: "username", autocomplete: "username", required: true,
+                              "aria-label": "user name", placeholder: "name" });
+    const pass = h("input", { type: "password", name: "password", autocomplete: "current-password", required: true,
+                              maxlength: "128", "aria-label": "password", placeholder: "password" });
+    const status = h("p", { class: "form-status", "aria-live": "polite" });
+    const dialog = h("dialog", { class: "login" });
+    const go = (how) => async (e) => {
+      e.preventDefault();
+      if (!name.reportValidity() || !pass.reportValidity()) return;
+      try {
+        await this.session[how](name.value.trim(), pass.value);
+        dialog.close();
+        dialog.remove();
+      } catch (err) {
+        status.textContent = err.message;
+      }
+    };
+    fill(dialog, h("form", { method: "dialog", onsubmit: go("login") },
+      h("h2", { text: "Log in or register" }), name, pass,
+      h("div", { class: "buttons" },
+        h("button", { type: "submit", class: "primary" }, "Log in"),
+        h("button", { type: "button", onclick: go("register") }, "Register"),
+        h("button", { type: "button", onclick: () => { dialog.close(); dialog.remove(); } }, "Cancel")),
+      status));
+    document.body.append(dialog);
+    dialog.showModal();
+  }
+}
+
+window.tessera = new App();

@@ -1,0 +1,139 @@
+"""Whole games played by clicking in real Chromium, one per game, every position checked
+against the engine on every page (the players' and a spectator's)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import engine
+import protocol as p
+
+from .conftest import Tabs, WebServer, ask
+from .pages import Table, cells_marked, drawn, pick, seats_text, start_by_seek, wait_ply
+
+
+def finish(table: Table, server: WebServer) -> p.Record:
+    """The game is over on every page, with the engine's winner, and stored as played."""
+    assert table.state.is_over
+    colours = table.state.game.players
+    for page in table.pages:
+        page.wait_for_selector(".game-page[data-status=over]")
+        result = page.text_content(".game-notice .result")
+        assert result is not None and result.startswith(f"{colours[table.state.winner]} (")
+    reply = ask(server, p.GetGame, game_id=table.game_id)
+    assert isinstance(reply, p.GameRecord)
+    record = reply.record
+    assert [m.move for m in record.moves] == list(table.state.moves)
+    assert record.result == p.Result(winner=table.state.winner, reason="normal")
+    return record
+
+
+def test_hadron_by_clicking_watched_by_a_spectator(tabs: Tabs, web_server: WebServer,
+                                                   shoot: Callable[..., Path]) -> None:
+    a, b = tabs.open(), tabs.open()
+    table = start_by_seek(a, b, "hadron", {"size": 5}, "fischer", minutes=5, increment=3)
+    spectator = tabs.open(f"/game/{table.game_id}")
+    table.watchers.append(spectator)
+    table.check()
+    rng = random.Random(15)
+    table.play_out(pick(["one"]), rng, limit=8)
+    assert cells_marked(table.mover, "legal") == _texts(table.state)  # legal squares marked
+    shoot(table.mover, "hadron")
+    table.play_out(pick(["one"]), rng)
+    finish(table, web_server)
+    moves = spectator.eval_on_selector_all(".move-list .mv", "els => els.map(e => e.textContent)")
+    assert moves == list(table.state.moves)
+
+
+def test_xodd_with_double_drops_and_passes(tabs: Tabs, web_server: WebServer,
+                                           shoot: Callable[..., Path]) -> None:
+    a, b = tabs.open(), tabs.open()
+    table = start_by_seek(a, b, "xodd", {"size": 5})
+    rng = random.Random(5)
+    table.play("Bc3")
+    # an illegal pair: the page asks the server and shows the engine's reason, no play
+    state = table.state
+    mover = table.mover
+    bad = next(m for m in ("Wa1,Wa2", "Ba1,Bb1", "Wa5,Wb5")
+               if not _legal(state, m))
+    for drop in bad.split(","):
+        mover.click(f'.piece-choice[data-piece="{drop[0]}"]')
+        mover.click(f'.board .cell[data-cell="{drop[1:]}"]')
+    reason = _reason(state, bad)
+    mover.wait_for_selector(f'.input-status:text-is("{reason}")')
+    assert mover.is_disabled(".move-input button.confirm")
+    mover.click(".move-input button.clear")
+    pairs = 0
+    while not table.state.is_over:
+        move = pick(["pair"] if pairs < 4 else ["one"])(table.state, rng)
+        pairs += "," in move
+        if table.state.ply > 9:
+            move = "pass" if "pass" in _texts(table.state) else move
+        table.play(move)
+        if table.state.ply == 6:
+            shoot(table.mover, "xodd")
+    assert pairs >= 3 and table.state.moves[-2:] == ("pass", "pass")
+    finish(table, web_server)
+
+
+def test_hexifact_with_a_jump_by_drag_and_by_clicks(tabs: Tabs, web_server: WebServer,
+                                                    shoot: Callable[..., Path]) -> None:
+    a, b = tabs.open(), tabs.open()
+    table = start_by_seek(a, b, "hexifact", {"board": "hex3-4", "jumps": "after-placing"})
+    rng = random.Random(7)
+    jumps = 0
+    while jumps < 2 and not table.state.is_over:
+        move = pick(["jump", "one"])(table.state, rng)
+        if "-" in move:
+            starts = {m.split("-")[0] for m in _texts(table.state) if "-" in m}
+            assert cells_marked(table.mover, "movable") == starts  # the jumpers are ringed
+            if jumps == 0:
+                shoot(table.mover, "hexifact")
+            table.play(move, drag=jumps == 0)
+            jumps += 1
+        else:
+            table.play(move)
+    assert jumps == 2, "no jump came up"
+    while not table.state.is_over:
+        table.play("pass")
+    finish(table, web_server)
+
+
+def test_yodd_to_its_end(tabs: Tabs, web_server: WebServer,
+                         shoot: Callable[..., Path]) -> None:
+    a, b = tabs.open(), tabs.open()
+    table = start_by_seek(a, b, "yodd", {"size": 3})
+    rng = random.Random(11)
+    while not table.state.is_over:
+        move = pick(["pair", "one"])(table.state, rng)
+        if table.state.ply >= 8 and "pass" in _texts(table.state):
+            move = "pass"
+        table.play(move)
+        if table.state.ply == 5:
+            shoot(table.mover, "yodd")
+    finish(table, web_server)
+    for page in table.pages:
+        wait_ply(page, table.state.ply)
+        assert drawn(page) == seats_text(table.state)
+
+
+def _texts(state: engine.State) -> set[str]:
+    return {str(m) for m in state.legal_moves()}
+
+
+def _legal(state: engine.State, move: str) -> bool:
+    try:
+        state.parse_move(move)
+    except engine.IllegalMove:
+        return False
+    return True
+
+
+def _reason(state: engine.State, move: str) -> str:
+    try:
+        state.parse_move(move)
+    except engine.IllegalMove as exc:
+        return str(exc)
+    raise AssertionError(f"{move} is legal")
