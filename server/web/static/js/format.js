@@ -13,25 +13,6 @@ export function clockText(ms) {
   return (h ? `${h}:` : "") + `${mm}:${String(s).padStart(2, "0")}`;
 }
 
-function amount(ms) {
-  if (ms % 60000 === 0) return `${ms / 60000} min`;
-  return `${ms / 1000} s`;
-}
-
-/** A time control for people: "5 min + 3 s", "30 s a move", "3 days a move", "no clock". */
-export function clockLabel(clock) {
-  switch (clock.kind) {
-    case "fischer":
-      return `${amount(clock.base_ms)} + ${clock.increment_ms / 1000} s`;
-    case "per_move":
-      return `${amount(clock.per_move_ms)} a move`;
-    case "correspondence":
-      return `${clock.days_per_move} day${clock.days_per_move === 1 ? "" : "s"} a move`;
-    default:
-      return "no clock";
-  }
-}
-
 /** "Xodd 9 · size 9" style: the game's name and its options that differ from nothing. */
 export function gameLabel(info, options) {
   const name = info ? info.name : "?";

@@ -6,7 +6,8 @@
 import { Board } from "./board.js";
 import { Clocks } from "./clock.js";
 import { confirmButton, fill, h } from "./dom.js";
-import { clockLabel, gameLabel, resultText, userText } from "./format.js";
+import { gameLabel, resultText, userText } from "./format.js";
+import { timeControlText } from "./timecontrol.js";
 import { MoveInput } from "./moveinput.js";
 import { recordJson, recordText } from "./records.js";
 
@@ -226,7 +227,7 @@ export class GameView {
 
   _renderPlayers() {
     const snap = this.snap;
-    this.title.textContent = `${gameLabel(this.info, snap.options)} · ${clockLabel(snap.clock)}`;
+    this.title.textContent = `${gameLabel(this.info, snap.options)} · ${timeControlText(snap.clock)}`;
     document.title = `${this.info.name}: ${snap.players[0].name} – ${snap.players[1].name} · Tessera`;
     for (const seat of [0, 1]) {
       const row = this.playerRows[seat].row;

@@ -3,7 +3,8 @@
 // games to watch or replay. Names and every other text from the server go in as text.
 
 import { fill, h } from "./dom.js";
-import { ago, clockLabel, gameLabel, resultText, userText } from "./format.js";
+import { ago, gameLabel, resultText, userText } from "./format.js";
+import { timeControlText } from "./timecontrol.js";
 
 const REFRESH_GAMES_MS = 10000;
 const CLOCK_KINDS = [
@@ -191,7 +192,7 @@ export class LobbyView {
       return h("tr", { dataset: { seek: String(seek.seek_id) } },
         h("td", { class: "who", text: userText(seek.user) }),
         h("td", { text: gameLabel(this.conn.game(seek.game), seek.options) }),
-        h("td", { text: clockLabel(seek.clock) }), h("td", {}, button));
+        h("td", { text: timeControlText(seek.clock) }), h("td", {}, button));
     });
     if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: "4", class: "muted", text: "No open seeks: create one." })));
     this.seekTable.replaceChildren(...rows);

@@ -3,7 +3,8 @@
 
 import { Connection, serverUrl } from "./conn.js";
 import { fill, h } from "./dom.js";
-import { clockLabel, gameLabel, userText } from "./format.js";
+import { gameLabel, userText } from "./format.js";
+import { timeControlText } from "./timecontrol.js";
 import { GameView } from "./game.js";
 import { LobbyView } from "./lobby.js";
 
@@ -104,7 +105,7 @@ class Challenges {
   render() {
     const conn = this.app.conn;
     const rows = [...this.items].map(([id, { incoming, offer }]) => {
-      const what = `${gameLabel(conn.game(offer.game), offer.options)}, ${clockLabel(offer.clock)}`;
+      const what = `${gameLabel(conn.game(offer.game), offer.options)}, ${timeControlText(offer.clock)}`;
       const act = (t) => () => conn.request(t, { challenge_id: id }).catch((e) => this.app.notify(e.message));
       return h("div", { class: "challenge", dataset: { challenge: String(id) } },
         incoming

@@ -4,28 +4,17 @@
 // the server's `game_record` and the game's metadata (colour names, rules version, the
 // order of its options).
 
+import { timeControlText } from "./timecontrol.js";
+
 const RESULTS = { 0: "1-0", 1: "0-1" };
 export const JSON_FORMAT = "tessera-record/1";
 
-/** Milliseconds as seconds without trailing zeros: 300000 -> "300", 1900 -> "1.9". */
+/** Milliseconds as seconds without trailing zeros (time used): 4200 -> "4.2". */
 function seconds(ms) {
   const whole = Math.floor(ms / 1000);
   const frac = ms % 1000;
   if (!frac) return String(whole);
   return `${whole}.${String(frac).padStart(3, "0")}`.replace(/0+$/, "");
-}
-
-function timeControl(clock) {
-  switch (clock.kind) {
-    case "fischer":
-      return `${seconds(clock.base_ms)}+${seconds(clock.increment_ms)}`;
-    case "per_move":
-      return `${seconds(clock.per_move_ms)}/move`;
-    case "correspondence":
-      return `${clock.days_per_move}d/move`;
-    default:
-      return "-";
-  }
 }
 
 function clockReading(ms) {
@@ -76,7 +65,7 @@ export function recordText(record, info) {
   tags.push(["Date", utcDate(record.created_ms)], [black, record.players[0].name],
             [white, record.players[1].name]);
   tags.push([`${black}Kind`, record.players[0].kind], [`${white}Kind`, record.players[1].kind]);
-  tags.push(["TimeControl", timeControl(record.clock)], ["Result", result],
+  tags.push(["TimeControl", timeControlText(record.clock)], ["Result", result],
             ["Termination", termination]);
   const lines = tags.map(([name, value]) => `[${name} ${quote(value)}]`);
   lines.push("");
