@@ -25,6 +25,7 @@ from websockets.asyncio.server import Server, ServerConnection
 from .accounts import Accounts, Passwords
 from .config import Settings
 from .games import Games
+from .guests import GuestMaker, sweep_guests_forever
 from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
@@ -48,10 +49,9 @@ class App:
         self.store = storage.store
         self.metrics = metrics
         self.tasks = Tasks()
-        self.passwords = Passwords()
-        self.accounts = Accounts(self.store, self.passwords,
-                                 lockout_after=settings.login_lockout_after,
-                                 lockout_base_s=settings.login_lockout_base_s)
+        self.passwords = Passwords(max_queued=settings.hash_queue)
+        self.guests = GuestMaker(self.store)
+        self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
         self.lobby = Lobby()
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn)
         self.history = History(self.games, self.store)
@@ -73,10 +73,15 @@ class App:
             self.sessions.discard(session)
             self.metrics.connections.dec()
 
+    def online_user_ids(self) -> set[int]:
+        """The accounts connected to this server now."""
+        return {s.user.id for s in self.sessions if s.user is not None}
+
     async def close(self) -> None:
         """Stop the games' timers and the background work; release the password threads."""
         self.games.close()
         await self.tasks.close()
+        await self.guests.close()
         self.passwords.close()
 
 
@@ -117,6 +122,10 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 app.tasks.spawn(enforce_revocations(app.store, lambda: app.sessions,
                                                     settings.revocation_poll_s),
                                 name="tessera-revocations")
+                if settings.guest_ttl_s > 0:
+                    app.tasks.spawn(sweep_guests_forever(
+                        app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,
+                        app.online_user_ids), name="tessera-guest-sweep")
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:
