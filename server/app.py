@@ -40,6 +40,8 @@ from .wsio import Outbox
 
 log = logging.getLogger(__name__)
 
+IDLE_SWEEP_S = 60.0  # how often idle rate-limit buckets and lockout entries are dropped
+
 
 class App:
     """What every connection handler needs, made once per server and closed with it."""
@@ -72,6 +74,18 @@ class App:
         finally:
             self.sessions.discard(session)
             self.metrics.connections.dec()
+
+    def sweep_idle(self, now: float | None = None) -> int:
+        """Drop what strangers left in memory and no longer matters: rate-limit buckets
+        that have refilled, failed-login pairs long quiet; how many entries went."""
+        tables = (self.account_requests, self.account_chat, self.accounts.address_logins,
+                  self.accounts.address_guests, self.accounts.lockout)
+        return sum(table.sweep(now) for table in tables if table is not None)
+
+    async def sweep_idle_forever(self, interval_s: float = IDLE_SWEEP_S) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            self.sweep_idle()
 
     def online_user_ids(self) -> set[int]:
         """The accounts connected to this server now."""
@@ -122,6 +136,7 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 app.tasks.spawn(enforce_revocations(app.store, lambda: app.sessions,
                                                     settings.revocation_poll_s),
                                 name="tessera-revocations")
+                app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
                 if settings.guest_ttl_s > 0:
                     app.tasks.spawn(sweep_guests_forever(
                         app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,
