@@ -51,7 +51,7 @@ class App:
         self.store = storage.store
         self.metrics = metrics
         self.tasks = Tasks()
-        self.passwords = Passwords(max_queued=settings.hash_queue)
+        self.passwords = Passwords(max_queued=settings.hash_queue or None)
         self.guests = GuestMaker(self.store)
         self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
         self.lobby = Lobby()

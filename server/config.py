@@ -49,7 +49,7 @@ class Settings:
     reuse_port: bool = False  # SO_REUSEPORT: several workers listen on one port
     login_lockout_max_s: float = 900.0
     # argon2 hashes running or waiting; beyond it a login/register is refused at once
-    # (rate_limited), so an admitted login waits about a second at most
+    # (rate_limited), so an admitted login waits about a second at most; 0: no bound
     hash_queue: int = 8
     # per client address (an IPv6 address counts by its /64); 0 switches a limit off.
     # Logins and registrations (each costs a hash): this many a minute, bursts of

@@ -8,6 +8,8 @@ the address), so each test plays a stranger and an owner from different addresse
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -328,3 +330,25 @@ async def test_sweep_keeps_the_connected_and_deletes_in_chunks(serve: Serve) -> 
         assert await sweep_guests(store, 0.0, app.online_user_ids()) == 30
         assert await store.count_users("guest") == 1  # the one connected stays
         assert await store.get_user_by_name(here.name) is not None
+
+
+# -- the shipped server and the admin command ------------------------------------------------
+async def test_serve_flags_set_the_limits_and_admin_sweeps_guests(
+        server_process: Any, database: Any, open_clients: Any) -> None:
+    proc = server_process("--guests-per-hour", "1", "--guest-burst", "2", "--guest-ttl", "0")
+    await proc.start()
+    clients = open_clients(proc.url)
+    made = [await clients.guest(), await clients.guest()]
+    conn = await clients.connect()
+    with pytest.raises(ServerError) as refused:
+        await asyncio.wait_for(conn.call(p.Guest), TIMEOUT)
+    assert refused.value.code == "rate_limited"
+    assert refused.value.retry_after_ms is not None and refused.value.retry_after_ms > 60_000
+    for player in made:
+        await player.close()
+    await proc.stopped()
+    swept = subprocess.run([sys.executable, "-m", "server", "admin", "sweep-guests",
+                            "--older-than", "0", "--db", database.url],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert swept.returncode == 0, swept.stderr
+    assert swept.stdout.strip() == "deleted 2 of 2 guests"
