@@ -228,9 +228,9 @@ def test_buckets_are_evicted_when_idle() -> None:
     assert len(table) == 1  # the sweep on growth dropped the idle ones
     for account in range(5_000):
         table.take(account, now=10.0)
-    assert table.sweep(now=11.0) == 0  # none idle yet ("late" went as the table grew)
+    assert table.sweep(now=10.01) == 0  # each owes a token for 1/40 s ("late" went)
     assert len(table) == 5_000
-    assert table.sweep(now=12.0) == 5_000
+    assert table.sweep(now=10.03) == 5_000
     assert len(table) == 0
 
 
@@ -352,3 +352,17 @@ async def test_serve_flags_set_the_limits_and_admin_sweeps_guests(
                            capture_output=True, text=True, timeout=60, check=False)
     assert swept.returncode == 0, swept.stderr
     assert swept.stdout.strip() == "deleted 2 of 2 guests"
+
+
+def test_a_bucket_that_gave_one_token_goes_once_that_token_is_back() -> None:
+    """Not after the time to refill a whole burst: an address that made one guest (20 a
+    burst, one a minute) is forgotten a minute later, not twenty."""
+    table = BucketTable(rate=1 / 60, burst=20)
+    for address in range(2_000):
+        table.take(address, now=0.0)
+    table.take("busy", now=0.0)
+    for _ in range(5):
+        table.take("busy", now=30.0)
+    assert table.sweep(now=59.0) == 0
+    assert table.sweep(now=61.0) == 2_000  # "busy" owes 5 tokens: five minutes more
+    assert len(table) == 1
