@@ -11,6 +11,7 @@ import asyncio
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from sqlalchemy import text
 
 import protocol as p
 from clients.connection import Connection, ServerError
+from server import memory
 from server.guests import sweep_guests
 from server.lockout import LOCKOUT_CEILING_S, Lockout
 from server.ratelimit import BucketTable, address_key
@@ -366,3 +368,23 @@ def test_a_bucket_that_gave_one_token_goes_once_that_token_is_back() -> None:
     assert table.sweep(now=59.0) == 0
     assert table.sweep(now=61.0) == 2_000  # "busy" owes 5 tokens: five minutes more
     assert len(table) == 1
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(memory._malloc_trim() is None, reason="glibc's malloc_trim only")
+def test_freed_memory_goes_back_to_the_system() -> None:
+    """What a flood left, once freed, is handed back: 100 MiB of small blocks freed
+    around a few survivors (so malloc cannot shrink its heap by itself)."""
+    blocks = [bytes(2000) + i.to_bytes(4, "little") for i in range(50_000)]
+    survivors = blocks[::50]
+    del blocks
+    freed = _rss_mib()
+    assert memory.give_back()
+    assert _rss_mib() < freed - 50, (freed, _rss_mib())
+    assert len(survivors) == 1_000
