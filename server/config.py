@@ -45,3 +45,18 @@ class Settings:
     event_log_limit: int = 4096  # events kept in memory per game for resume
     revocation_poll_s: float = 1.0  # connections on a revoked token are closed this soon
     reuse_port: bool = False  # SO_REUSEPORT: several workers listen on one port
+    # -- what a stranger can make the server hold (docs/RELIABILITY.md, "Bounded structures")
+    hello_timeout_s: float = 10.0  # a connection that has not said hello by then is closed
+    auth_timeout_s: float = 30.0  # ... one not logged in by then (and watching nothing)
+    max_connections_per_address: int = 256  # open websockets from one address
+    # open websockets in all; None: the open-files limit less ``fd_reserve``
+    max_connections: int | None = None
+    fd_reserve: int = 128  # files kept for the database, logs, /healthz, /metrics, handshakes
+    accept_error_log_s: float = 10.0  # accept failures (out of files) logged this often
+    max_open_seeks: int = 5  # per account
+    max_seeks_per_address: int = 50
+    max_seeks: int = 5_000  # open seeks in all
+    lobby_seeks_shown: int = 1_000  # in a ``lobby`` reply; ``more_seeks`` counts the rest
+    lobby_players_shown: int = 1_000  # the same for players (``more_players``)
+    max_challenges_per_target: int = 50  # pending challenges to one user
+    max_challenges_per_challenger: int = 10  # pending challenges from one user

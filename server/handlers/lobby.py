@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 async def on_lobby_subscribe(s: Session, m: p.LobbySubscribe) -> p.ServerMessage:
     lobby = s.app.lobby
     lobby.subscribers.add(s)
-    return p.Lobby(id=m.id, seeks=lobby.open_seeks(),
-                   players=tuple(member.wire() for member in lobby.members.values()))
+    view = lobby.view()  # within the protocol's limits, however full the lobby
+    return p.Lobby(id=m.id, seeks=view.seeks, players=view.players,
+                   more_seeks=view.more_seeks or None, more_players=view.more_players or None)
 
 
 async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMessage:
@@ -32,7 +33,7 @@ async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMes
 
 async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
     offer = Offer(m.game, dict(m.options), m.clock)
-    seek_id, partner = s.app.lobby.add_seek(s.me(), offer)
+    seek_id, partner = s.app.lobby.add_seek(s.me(), offer, s.peer)
     if partner is not None:  # paired at once: game_started, seek_taken, then seek_created
         room = await start_game(s, offer, _shuffled(partner.owner, s.me()))
         _seek_taken(partner.owner, partner.seek_id, room)
