@@ -162,6 +162,10 @@ def _limit_args(serve: argparse.ArgumentParser) -> None:
     lim.add_argument("--max-challenges-per-challenger", type=int, metavar="N",
                      default=d["max_challenges_per_challenger"].default,
                      help="pending challenges from one user (default: %(default)s)")
+    lim.add_argument("--max-games-per-user", type=int, metavar="N",
+                     default=d["max_games_per_user"].default,
+                     help="games in progress per account; more are refused (default: "
+                          "%(default)s)")
 
 
 def limit_settings(args: argparse.Namespace) -> dict[str, object]:
@@ -175,7 +179,8 @@ def limit_settings(args: argparse.Namespace) -> dict[str, object]:
             "max_seeks": args.max_seeks, "lobby_seeks_shown": args.lobby_seeks_shown,
             "lobby_players_shown": args.lobby_players_shown,
             "max_challenges_per_target": args.max_challenges_per_target,
-            "max_challenges_per_challenger": args.max_challenges_per_challenger}
+            "max_challenges_per_challenger": args.max_challenges_per_challenger,
+            "max_games_per_user": args.max_games_per_user}
 
 
 def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:

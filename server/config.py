@@ -60,3 +60,4 @@ class Settings:
     lobby_players_shown: int = 1_000  # the same for players (``more_players``)
     max_challenges_per_target: int = 50  # pending challenges to one user
     max_challenges_per_challenger: int = 10  # pending challenges from one user
+    max_games_per_user: int = 100  # games in progress per account

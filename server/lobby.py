@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -199,9 +200,11 @@ class Lobby:
                          len(self.members) - len(players))
 
     # -- seeks ---------------------------------------------------------------------------------
-    def add_seek(self, owner: Member, offer: Offer, address: str = "?"
+    def add_seek(self, owner: Member, offer: Offer, address: str = "?",
+                 can_play: Callable[[Member], bool] = lambda _: True
                  ) -> tuple[int, OpenSeekEntry | None]:
-        """Open a seek; return its id and the older compatible seek it pairs with, if any.
+        """Open a seek; return its id and the older compatible seek it pairs with, if any
+        (of a member who ``can_play`` a game more).
 
         When a partner is found, neither seek stays open (the caller starts the game).
         Refused with ``conflict`` over a cap: the owner's open seeks, the address's, the
@@ -215,7 +218,7 @@ class Lobby:
         same = self._by_offer.get(key)
         # the oldest of another user's; the owner has at most ``open_seeks`` of them
         partner = None if same is None else next(
-            (s for s in same.values() if s.owner is not owner), None)
+            (s for s in same.values() if s.owner is not owner and can_play(s.owner)), None)
         seek_id = next(self._ids)
         if partner is not None:
             self.remove_seek(partner.seek_id)

@@ -29,7 +29,7 @@ import protocol as p
 from clients.connection import Connection, ServerError
 
 from .conftest import Live, Serve, TestDatabase
-from .support import REPO, TIMEOUT, Clients, Player
+from .support import REPO, TIMEOUT, Clients, Player, start_game
 from .test_http import http_get, metric
 
 CLOCK = p.Fischer(base_ms=60_000, increment_ms=0)
@@ -392,3 +392,23 @@ async def test_a_seek_flood_from_many_guests_does_not_grow_one_address_without_b
                 refused += 1
     assert len(server.running.app.lobby.seeks) == cap
     assert refused == 2 * per_guest
+
+
+async def test_games_in_progress_are_capped_per_user(serve: Serve) -> None:
+    async with serve(max_games_per_user=2) as live:
+        a, b, c = [await live.clients.guest() for _ in range(3)]
+        await start_game(a, b, "hadron")
+        b_seek = await b.call(p.Seek, **seek_fields(7))  # opened with one game in progress
+        await start_game(a, b, "hadron")  # both at the cap now
+        refused = await a.refused(p.Challenge, **challenge_fields(c.name))
+        assert refused.code == p.ErrorCode.CONFLICT and "games in progress" in refused.message
+        refused = await c.refused(p.Challenge, **challenge_fields(b.name))
+        assert refused.code == p.ErrorCode.CONFLICT and b.name in refused.message
+        assert (await a.refused(p.Seek, **seek_fields(8))).code == p.ErrorCode.CONFLICT
+        # b's seek is not paired with, nor accepted, while b is at the cap
+        created = await c.call(p.Seek, **seek_fields(7))
+        lobby = await c.call(p.LobbySubscribe)
+        assert {s.seek_id for s in lobby.seeks} == {b_seek.seek_id, created.seek_id}
+        refused = await c.refused(p.AcceptSeek, seek_id=b_seek.seek_id)
+        assert refused.code == p.ErrorCode.CONFLICT
+        assert len(live.running.app.games) == 2
