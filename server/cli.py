@@ -166,6 +166,9 @@ def _limit_args(serve: argparse.ArgumentParser) -> None:
                      default=d["max_games_per_user"].default,
                      help="games in progress per account; more are refused (default: "
                           "%(default)s)")
+    lim.add_argument("--max-watched", type=int, metavar="N",
+                     default=d["max_watched_per_connection"].default,
+                     help="games one connection may watch at once (default: %(default)s)")
 
 
 def limit_settings(args: argparse.Namespace) -> dict[str, object]:
@@ -180,7 +183,8 @@ def limit_settings(args: argparse.Namespace) -> dict[str, object]:
             "lobby_players_shown": args.lobby_players_shown,
             "max_challenges_per_target": args.max_challenges_per_target,
             "max_challenges_per_challenger": args.max_challenges_per_challenger,
-            "max_games_per_user": args.max_games_per_user}
+            "max_games_per_user": args.max_games_per_user,
+            "max_watched_per_connection": args.max_watched}
 
 
 def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -61,3 +61,4 @@ class Settings:
     max_challenges_per_target: int = 50  # pending challenges to one user
     max_challenges_per_challenger: int = 10  # pending challenges from one user
     max_games_per_user: int = 100  # games in progress per account
+    max_watched_per_connection: int = 100  # games one connection watches (not its own)

@@ -412,3 +412,32 @@ async def test_games_in_progress_are_capped_per_user(serve: Serve) -> None:
         refused = await c.refused(p.AcceptSeek, seek_id=b_seek.seek_id)
         assert refused.code == p.ErrorCode.CONFLICT
         assert len(live.running.app.games) == 2
+
+
+async def test_games_watched_are_capped_per_connection(serve: Serve) -> None:
+    async with serve(max_watched_per_connection=2) as live:
+        guests = [await live.clients.guest() for _ in range(6)]
+        games = [await start_game(guests[i], guests[i + 1], "hadron") for i in (0, 2, 4)]
+        spectator = await live.clients.connect()
+        for game in games[:2]:
+            await game.watch(spectator)
+        refused = None
+        try:
+            await spectator.call(p.Watch, game_id=games[2].game_id)
+        except ServerError as e:
+            refused = e
+        assert refused is not None and refused.code == p.ErrorCode.CONFLICT
+        try:
+            await spectator.call(p.Resume, game_id=games[2].game_id, since_seq=0)
+            raise AssertionError("resume attached a third game")
+        except ServerError as e:
+            assert e.code == p.ErrorCode.CONFLICT
+        await games[0].watch(spectator)  # again: a fresh snapshot, no new place taken
+        await spectator.call(p.Unwatch, game_id=games[0].game_id)
+        await games[2].watch(spectator)  # a place again
+        # a player's own games do not count against it
+        player = guests[0]
+        for game in games[1:]:
+            await game.watch(player.conn)
+        assert isinstance(await player.call(p.Resume, game_id=games[0].game_id,
+                                            since_seq=0), p.GameState)
