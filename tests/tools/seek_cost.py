@@ -3,11 +3,11 @@
 Starts a server in this process on a fresh SQLite file (caps raised so that N seeks fit),
 opens N seeks from guests (each with a clock of its own, so none pairs), then times, from a
 client over loopback: a seek that pairs with nobody and its cancel (round trips), a seek
-that pairs with the newest open seek (the game starts: a commit to the database), and ``lobby_subscribe`` (its
-reply's size too). Printed for each N, so the figures at 10 and at 10,000 open seeks can be
-compared: pairing looks only at the seeks with the same offer, so they should not differ
-beyond noise. The server shares this process with the client: figures are round trips,
-not the server's CPU alone.
+that pairs with the newest open seek (the game starts: a commit to the database), and
+``lobby_subscribe`` (its reply's size too). Printed for each N, so that the figures at 10
+and at 10,000 open seeks can be compared: pairing looks only at the seeks with the same
+offer, so they should not differ beyond noise. The server shares this process with the
+client: the figures are round trips, not the server's CPU alone.
 """
 
 from __future__ import annotations
