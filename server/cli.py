@@ -133,10 +133,13 @@ def _limit_args(serve: argparse.ArgumentParser) -> None:
     lim.add_argument("--max-connections", type=int, metavar="N",
                      help="open websocket connections in all (default and ceiling: the "
                           "open-files limit, raised to its hard limit at start, less "
-                          "--fd-reserve)")
+                          "--fd-reserve and --max-handshakes)")
     lim.add_argument("--fd-reserve", type=int, default=d["fd_reserve"].default, metavar="N",
-                     help="files kept free of websockets, for the database, logs, handshakes, "
-                          "/healthz and /metrics (default: %(default)s)")
+                     help="files kept free of websockets, for the database, logs, /healthz "
+                          "and /metrics (default: %(default)s)")
+    lim.add_argument("--max-handshakes", type=int, default=d["max_handshakes"].default,
+                     metavar="N", help="connections accepted that have not sent their HTTP "
+                     "request yet; one more cuts the oldest (default: %(default)s)")
     lim.add_argument("--accept-log-interval", type=float, metavar="S",
                      default=d["accept_error_log_s"].default,
                      help="log connections that could not be accepted (out of files) at most "
@@ -176,6 +179,7 @@ def limit_settings(args: argparse.Namespace) -> dict[str, object]:
     return {"hello_timeout_s": args.hello_timeout, "auth_timeout_s": args.auth_timeout,
             "max_connections_per_address": args.max_connections_per_address,
             "max_connections": args.max_connections, "fd_reserve": args.fd_reserve,
+            "max_handshakes": args.max_handshakes,
             "accept_error_log_s": args.accept_log_interval,
             "max_open_seeks": args.max_open_seeks,
             "max_seeks_per_address": args.max_seeks_per_address,

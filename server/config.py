@@ -51,7 +51,10 @@ class Settings:
     max_connections_per_address: int = 256  # open websockets from one address
     # open websockets in all; None: the open-files limit less ``fd_reserve``
     max_connections: int | None = None
-    fd_reserve: int = 128  # files kept for the database, logs, /healthz, /metrics, handshakes
+    fd_reserve: int = 128  # files kept for the database, logs, /healthz, /metrics
+    # connections accepted that have not sent their HTTP request yet; over it, the oldest is
+    # cut (files for them are kept too: the total cap is the limit less both)
+    max_handshakes: int = 256
     accept_error_log_s: float = 10.0  # accept failures (out of files) logged this often
     max_open_seeks: int = 5  # per account
     max_seeks_per_address: int = 50

@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Callable
 
 from websockets.asyncio.connection import Connection
+from websockets.asyncio.server import ServerConnection
 from websockets.protocol import State
 
 WEBSOCKETS_VERSION = "17.4"
@@ -95,3 +96,22 @@ def on_connection_lost(ws: Connection, callback: Callable[[], None]) -> None:
         callback()
         return
     waiter.add_done_callback(lambda _: callback())
+
+
+def reporting_connection(accepted: Callable[[ServerConnection], None]
+                         ) -> type[ServerConnection]:
+    """A ``ServerConnection`` class (websockets.serve's ``create_connection``) that calls
+    ``accepted`` with each connection as soon as its socket is accepted, before it has sent
+    anything."""
+
+    class Reported(ServerConnection):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            accepted(self)
+
+    return Reported
+
+
+def abort(ws: Connection) -> None:
+    """Drop the connection at once (no close handshake, nothing more sent)."""
+    ws.transport.abort()

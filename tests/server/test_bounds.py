@@ -173,7 +173,8 @@ async def test_serve_raises_its_open_files_limit_and_caps_connections_below_it(
         pytest.skip("the limit is the process's, whatever the database")
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     hard = min(hard, 4096)
-    proc, ready, log = _server(database.url, tmp_path, (200, hard), "--fd-reserve", "100")
+    proc, ready, log = _server(database.url, tmp_path, (200, hard), "--fd-reserve", "100",
+                               "--max-handshakes", "50")
     try:
         await _port(proc, ready, log)
         limits = Path(f"/proc/{proc.pid}/limits").read_text()
@@ -181,7 +182,7 @@ async def test_serve_raises_its_open_files_limit_and_caps_connections_below_it(
         assert line.split()[3:5] == [str(hard), str(hard)], line  # soft raised to hard
         [listening] = [x for x in _json_lines(log) if x.get("msg") == "listening"]
         assert listening["open_files_limit"] == hard
-        assert listening["max_connections"] == hard - 100
+        assert listening["max_connections"] == hard - 100 - 50
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)
@@ -195,7 +196,8 @@ async def test_accept_failures_are_logged_once_per_interval_with_a_count(
         pytest.skip("the limit is the process's, whatever the database")
     files = 160
     proc, ready, log = _server(database.url, tmp_path, (files, files),
-                               "--accept-log-interval", "60", "--fd-reserve", "20")
+                               "--accept-log-interval", "60", "--fd-reserve", "20",
+                               "--max-handshakes", "1000")  # none cut: the files run out
     sockets: list[socket.socket] = []
     try:
         port = await _port(proc, ready, log)
@@ -237,6 +239,38 @@ async def test_accept_failures_are_logged_once_per_interval_with_a_count(
         "cannot accept connections")]
     assert len(logged) == 2, log.read_text()[-3000:]  # the rest counted on the way out
     assert logged[1]["failures"] == failures - 1
+
+
+async def test_silent_sockets_beyond_max_handshakes_cut_the_oldest_and_health_answers(
+        database: TestDatabase, tmp_path: Path) -> None:
+    """Raw TCP connections that never send a request, more than the server has files for:
+    the oldest waiting is cut for each one over ``max_handshakes``, so the files never run
+    out and /healthz answers while they are all still open on this side."""
+    if database.backend != "sqlite":
+        pytest.skip("the limit is the process's, whatever the database")
+    # asyncio accepts up to 100 sockets in one go before any is handed over (and can be
+    # cut): the files must hold the server's own, the handshakes and such a burst
+    files, handshakes = 200, 10
+    proc, ready, log = _server(database.url, tmp_path, (files, files), "--fd-reserve", "20",
+                               "--max-handshakes", str(handshakes))
+    sockets: list[socket.socket] = []
+    try:
+        port = await _port(proc, ready, log)
+        for _ in range(files + 40):
+            sockets.append(socket.create_connection(("127.0.0.1", port)))
+        assert await http_get(port, "/healthz") == (200, "ok\n")
+        _, body = await http_get(port, "/metrics")
+        assert metric(body, "tessera_handshakes_cut_total") >= files + 40 - handshakes - 2
+        assert metric(body, "tessera_accept_failures_total") == 0
+        conn = await Connection.open(f"ws://127.0.0.1:{port}/ws")  # and a real client too
+        assert isinstance(await conn.call(p.Ping), p.Pong)
+        await conn.close()
+    finally:
+        for s in sockets:
+            s.close()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+    assert "cannot accept" not in log.read_text()
 
 
 # -- seeks -----------------------------------------------------------------------------------------
