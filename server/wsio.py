@@ -8,10 +8,15 @@ framed for that connection to its transport in ONE write (:class:`Outbox`): a mo
 and an idle connection owns no writer task. :func:`flush` is a copy of websockets'
 ``Connection.send_data`` that joins the bytes first.
 
+The caps on connections (:mod:`server.admission`) need two more hooks, also here:
+:func:`on_connection_lost` (``Connection.connection_lost_waiter``) and
+:func:`reporting_connection` (``serve``'s ``create_connection`` and
+``ServerConnection.connection_made``).
+
 This relies on websockets 17's ``Connection.protocol`` (``send_binary``, ``data_to_send``,
-``state``), ``Connection.transport`` and ``Connection.send_data``; tests/server/test_wsio.py
-is pinned to that version and checks each of them, so an upgrade that moves one fails
-loudly there rather than quietly here.
+``state``), ``Connection.transport``, ``Connection.send_data`` and the hooks above;
+tests/server/test_wsio.py is pinned to that version and checks each of them, so an upgrade
+that moves one fails loudly there rather than quietly here.
 """
 
 from __future__ import annotations
