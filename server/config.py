@@ -51,7 +51,9 @@ class Settings:
     max_connections_per_address: int = 256  # open websockets from one address
     # open websockets in all; None: the open-files limit less ``fd_reserve``
     max_connections: int | None = None
-    fd_reserve: int = 128  # files kept for the database, logs, /healthz, /metrics
+    # files kept for the database, logs, /healthz, /metrics, and bursts of accepts (asyncio
+    # accepts up to 100 sockets at once; the cut ones are closed a loop turn or two later)
+    fd_reserve: int = 256
     # connections accepted that have not sent their HTTP request yet; over it, the oldest is
     # cut (files for them are kept too: the total cap is the limit less both)
     max_handshakes: int = 256
