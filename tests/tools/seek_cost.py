@@ -7,7 +7,8 @@ that pairs with the newest open seek (the game starts: a commit to the database)
 ``lobby_subscribe`` (its reply's size too). Printed for each N, so that the figures at 10
 and at 10,000 open seeks can be compared: pairing looks only at the seeks with the same
 offer, so they should not differ beyond noise. The server shares this process with the
-client: the figures are round trips, not the server's CPU alone.
+client: the figures are round trips, not the server's CPU alone. ``--lobby-only`` times
+``Lobby.add_seek`` alone instead.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import protocol as p
 from clients.connection import Connection
 from server.app import running_server
 from server.config import Settings
+from server.lobby import Lobby, LobbyCaps, Member, Offer
 from server.storage import sqlite_url
 
 PER_GUEST = 1000  # welcome.limits.max_open_seeks allows at most this
@@ -97,11 +99,35 @@ async def measure(open_seeks: int, rounds: int, workdir: Path) -> None:
             await conn.close()
 
 
+def lobby_alone(open_seeks: int, rounds: int) -> None:
+    """``Lobby.add_seek`` alone, in this process: a seek that pairs with none, ``rounds``
+    times, with ``open_seeks`` open (the same loop ran on the lobby before its index)."""
+    lobby = Lobby(caps=LobbyCaps(open_seeks=10**9, seeks_per_address=10**9, seeks=10**9))
+    owner = Member(1, "alice", "guest")
+    for k in range(open_seeks):
+        lobby.add_seek(owner, Offer("hadron", {"size": 5}, seek(k)["clock"]))
+    me = Member(2, "bob", "guest")
+    times = []
+    for i in range(rounds):
+        started = time.perf_counter()
+        seek_id, _ = lobby.add_seek(me, Offer("hadron", {"size": 5}, seek(50_000 + i)["clock"]))
+        times.append(time.perf_counter() - started)
+        lobby.remove_seek(seek_id)
+    print(f"{open_seeks:>6} open seeks: Lobby.add_seek p50 "
+          f"{statistics.median(times) * 1e6:.1f} us", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--open", type=int, nargs="+", default=[10, 10_000])
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--lobby-only", action="store_true",
+                        help="time server.lobby.Lobby.add_seek alone, without a server")
     args = parser.parse_args()
+    if args.lobby_only:
+        for n in args.open:
+            lobby_alone(n, args.rounds)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.open:
             asyncio.run(measure(n, args.rounds, Path(tmp)))
