@@ -86,6 +86,10 @@ async def test_connections_over_the_per_address_cap_get_429(serve: Serve) -> Non
         assert await http_get(live.http_port, "/healthz") == (200, "ok\n")
         _, body = await http_get(live.http_port, "/metrics")
         assert metric(body, 'tessera_connections_refused_total{why="address"}') == 1
+        # another address is not held back by this one's connections
+        other = await websockets.connect(live.url, local_addr=("127.0.0.2", 0))
+        assert other.remote_address is not None
+        await other.close()
         # a connection closed gives its place back (once the server has seen it go)
         await held.pop().close()
         conn = await _connect_when_admitted(live.url)
