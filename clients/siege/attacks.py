@@ -25,8 +25,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 import protocol as p
 
 from ..connection import Connection, Disconnected, ServerError
-from .raw import ATTACKER, RawSocket, Tally, close_reason, frame, sock_count_limit, \
-    spread_address
+from .raw import ATTACKER, RawSocket, Tally, close_reason, frame, sock_count_limit, spread_address
 
 Ready = Callable[[], None]
 Attack = Callable[[int, dict[str, Any], Tally, Ready], Awaitable[None]]
@@ -51,7 +50,7 @@ async def open_conn(port: int, source: str, tally: Tally) -> Connection | None:
         tally.refused[f"http_{exc.response.status_code}"] += 1
     except ServerError as exc:
         tally.refused[exc.code] += 1
-    except (OSError, asyncio.TimeoutError, Disconnected, ConnectionClosed) as exc:
+    except (TimeoutError, OSError, Disconnected, ConnectionClosed) as exc:
         tally.failed[close_reason(exc)] += 1
     return None
 
@@ -78,7 +77,7 @@ async def forever_until(deadline: float, body: Callable[[], Awaitable[None]], ta
     while time.monotonic() < deadline:
         try:
             await body()
-        except (Disconnected, ConnectionClosed, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, Disconnected, ConnectionClosed, OSError) as exc:
             tally.failed[close_reason(exc)] += 1
             await asyncio.sleep(0.05)
 
@@ -110,32 +109,35 @@ async def lockout(port: int, params: dict[str, Any], tally: Tally, ready: Ready)
 
 
 async def login_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
-    """Wrong logins for names that do not exist, on many connections, as fast as the
-    server answers (each one costs the server a password hash)."""
+    """Wrong logins for names that do not exist, ``in_flight`` at a time on each of many
+    connections, as fast as the server answers (each one costs the server a password hash).
+    """
     deadline = time.monotonic() + params["seconds"]
     counter = iter(range(10**9))
 
-    async def flooder(k: int) -> None:
-        conn: Connection | None = None
-        while time.monotonic() < deadline:
-            if conn is None or conn.closed.is_set():
-                if conn is not None:
-                    tally.closed[closed_code(conn)] += 1
-                conn = await open_conn(port, ATTACKER, tally)
-                if conn is None:
-                    await asyncio.sleep(0.1)
-                    continue
-            with contextlib.suppress(Disconnected, asyncio.TimeoutError):
-                n = next(counter)
-                reply = await call_counted(conn, tally, p.Login, username=f"nobody{n}",
+    async def caller(conn: Connection) -> None:
+        while time.monotonic() < deadline and not conn.closed.is_set():
+            try:
+                reply = await call_counted(conn, tally, p.Login,
+                                           username=f"nobody{next(counter)}",
                                            password="wrong-password")
-                if reply is not None:  # logged in?! start again on a fresh connection
-                    await conn.close()
-                    conn = None
-        if conn is not None:
+            except (TimeoutError, Disconnected):
+                return
+            if reply is not None:  # logged in?! the connection is no use any more
+                await conn.close()
+
+    async def flooder() -> None:
+        while time.monotonic() < deadline:
+            conn = await open_conn(port, ATTACKER, tally)
+            if conn is None:
+                await asyncio.sleep(0.1)
+                continue
+            await asyncio.gather(*(caller(conn) for _ in range(params["in_flight"])))
+            if conn.closed.is_set():
+                tally.closed[closed_code(conn)] += 1
             await conn.close()
 
-    flooders = [asyncio.create_task(flooder(k)) for k in range(params["clients"])]
+    flooders = [asyncio.create_task(flooder()) for _ in range(params["clients"])]
     await asyncio.sleep(1.0)
     ready()
     await asyncio.gather(*flooders)
@@ -192,7 +194,7 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
                 return
             try:
                 sock = await RawSocket.connect(port, sources(i))
-            except (OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError) as exc:
                 tally.failed[close_reason(exc)] += 1
                 return
             held.append(sock)
@@ -203,7 +205,7 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
                 return
             try:
                 status = await sock.handshake(port)
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError,
+            except (TimeoutError, OSError, asyncio.IncompleteReadError,
                     asyncio.LimitOverrunError, ValueError, IndexError) as exc:
                 tally.failed[close_reason(exc)] += 1
                 sock.end(close_reason(exc))
@@ -278,15 +280,17 @@ async def slowloris(port: int, params: dict[str, Any], tally: Tally, ready: Read
 
 
 # -- lobby and challenges ---------------------------------------------------------------------
-async def guests(port: int, count: int, tally: Tally, spread: bool = True
-                 ) -> list[Connection]:
-    """``count`` connections logged in as guests (from many addresses)."""
+async def guests(port: int, count: int, tally: Tally, deadline: float) -> list[Connection]:
+    """Up to ``count`` connections logged in as guests, from many addresses, until
+    ``deadline``."""
     limit = asyncio.Semaphore(32)
     out: list[Connection] = []
 
     async def one(i: int) -> None:
         async with limit:
-            conn = await open_conn(port, spread_address(i) if spread else ATTACKER, tally)
+            if time.monotonic() > deadline:
+                return
+            conn = await open_conn(port, spread_address(i), tally)
             if conn is None:
                 return
             try:
@@ -309,16 +313,19 @@ async def lobby_poison(port: int, params: dict[str, Any], tally: Tally, ready: R
     """Many guests each opening several seeks that nobody can pair with (every one with a
     different clock), then a newcomer asks for the lobby."""
     deadline = time.monotonic() + params["seconds"]
-    conns = await guests(port, params["clients"], tally)
+    conns = await guests(port, params["clients"], tally, deadline)
 
     async def seeks(k: int, conn: Connection) -> None:
         for j in range(params["seeks"]):
+            if time.monotonic() > deadline:
+                return
             base_ms = 60_000 + (k * params["seeks"] + j) * 1000
             with contextlib.suppress(Disconnected, asyncio.TimeoutError):
                 await call_counted(conn, tally, p.Seek, game="hadron", options={"size": 5},
                                    clock=p.Fischer(base_ms=base_ms, increment_ms=0))
 
     await asyncio.gather(*(seeks(k, c) for k, c in enumerate(conns)))
+    tally.extra["seeks_open"] = tally.accepted
     ready()
     newcomer = await open_conn(port, spread_address(60_000), Tally())
     if newcomer is not None:
@@ -346,7 +353,7 @@ async def challenge_flood(port: int, params: dict[str, Any], tally: Tally, ready
     """Many guests challenging the bot as fast as they can, with a clock the bot does not
     accept (so each challenge costs it a decline)."""
     deadline = time.monotonic() + params["seconds"]
-    conns = await guests(port, params["clients"], tally)
+    conns = await guests(port, params["clients"], tally, deadline)
     ended: dict[str, int] = {}
 
     async def challenger(conn: Connection) -> None:
@@ -391,7 +398,7 @@ async def request_flood(port: int, params: dict[str, Any], tally: Tally, ready: 
     async def one(kind: type[Any], fields: dict[str, Any]) -> None:
         try:
             await call_counted(conn, tally, kind, **fields)
-        except (Disconnected, asyncio.TimeoutError) as exc:
+        except (TimeoutError, Disconnected) as exc:
             tally.failed[close_reason(exc)] += 1
         finally:
             window.release()
@@ -503,33 +510,35 @@ async def bombs(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -
         token = authed.session_token
         return c
 
+    deadline = time.monotonic() + params["seconds"]
     ready()
-    sent = 0
-    for kind, payload in bombs_list():
-        if conn is None or conn.closed.is_set():
-            conn = await fresh()
-            if conn is None:
-                continue
-        outcome = await send_bomb(conn, payload, opcode_text=False)
-        sent += 1
-        record(tally, by_kind, kind, outcome)
-    for kind, size in (("frame_20KiB", 20 * 1024), ("frame_1MiB", 1 << 20)):
-        conn = await fresh()
-        if conn is not None:
-            record(tally, by_kind, kind, await send_bomb(conn, b"\x00" * size))
+    sent = rounds = 0
+    while rounds == 0 or time.monotonic() < deadline:
+        rounds += 1
+        for kind, payload in bombs_list():
+            if conn is None or conn.closed.is_set():
+                conn = await fresh()
+                if conn is None:
+                    continue
+            record(tally, by_kind, kind, await send_bomb(conn, payload))
             sent += 1
-    conn = await fresh()
-    if conn is not None:
-        record(tally, by_kind, "text_frame",
-               await send_bomb(conn, p.encode(p.Ping(id=3)), opcode_text=True))
+        for kind, size in (("frame_20KiB", 20 * 1024), ("frame_1MiB", 1 << 20)):
+            if (big := await fresh()) is not None:
+                record(tally, by_kind, kind, await send_bomb(big, b"\x00" * size))
+                sent += 1
+                await big.close()
+        if conn is not None and not conn.closed.is_set():
+            record(tally, by_kind, "text_frame",
+                   await send_bomb(conn, p.encode(p.Ping(id=3)), opcode_text=True))
+            sent += 1
+        record(tally, by_kind, "header_1TiB", await raw_bomb(port, 1 << 40))
         sent += 1
+    if conn is not None:
         await conn.close()
-    record(tally, by_kind, "header_1TiB", await raw_bomb(port, 1 << 40))
-    sent += 1
     tally.extra["frames_sent"] = sent
+    tally.extra["rounds"] = rounds
     tally.extra["by_kind"] = by_kind
     tally.extra["internal_errors"] = tally.refused.get(p.ErrorCode.INTERNAL_ERROR, 0)
-    await asyncio.sleep(max(0.0, params["seconds"] - 0.0) if params.get("hold") else 0)
 
 
 async def send_bomb(conn: Connection, payload: bytes, opcode_text: bool = False) -> str:
@@ -570,7 +579,7 @@ async def raw_bomb(port: int, announce: int) -> str:
         how = await asyncio.wait_for(sock.idle(), 10)
         sock.close()
         return f"close:{how}"
-    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+    except (TimeoutError, OSError, asyncio.IncompleteReadError) as exc:
         return f"close:{close_reason(exc)}"
 
 

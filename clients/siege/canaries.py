@@ -209,7 +209,7 @@ class MoveCanary(Canary):
             try:
                 ack = await asyncio.wait_for(conns[state.to_move].call(
                     p.Move, game_id=game_id, ply=state.ply, move=move), REPLY_TIMEOUT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.samples.add(self.phase.name, (time.monotonic() - t0) * 1000)
                 raise
             self.samples.add(self.phase.name, (time.monotonic() - t0) * 1000)
@@ -258,7 +258,7 @@ class BotCanary(Canary):
                 if conn is None:
                     conn = await login(self.url, self.account)
                 await self.play_one(conn)
-            except (ServerError, NETWORK_ERRORS) as exc:
+            except (ServerError, *NETWORK_ERRORS) as exc:
                 self.samples.problem(self.phase.name, close_reason(exc) if not isinstance(
                     exc, ServerError) else exc.code)
                 if conn is not None and conn.closed.is_set():

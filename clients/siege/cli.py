@@ -40,14 +40,14 @@ def params_for(name: str, opts: argparse.Namespace) -> dict[str, Any]:
     common: dict[str, Any] = {"seconds": opts.seconds, "owner": "owner"}
     sizes: dict[str, dict[str, Any]] = {
         "lockout": {"attempts": opts.wrong_passwords},
-        "login-flood": {"clients": opts.flooders},
+        "login-flood": {"clients": opts.login_flooders, "in_flight": opts.in_flight},
         "idle-connections": {"connections": opts.idle},
         "fd-exhaustion": {"connections": opts.fd_connections, "per_address": opts.per_address,
                           "per_process": opts.per_process},
         "slowloris": {"connections": opts.slowloris},
         "lobby-poison": {"clients": opts.guests, "seeks": opts.seeks},
         "challenge-flood": {"clients": opts.challengers, "bot": "siegebot"},
-        "guest-flood": {"clients": opts.flooders},
+        "guest-flood": {"clients": opts.guest_flooders},
         "request-flood": {"window": opts.window},
         "bombs": {},
     }
@@ -152,8 +152,14 @@ def parser() -> argparse.ArgumentParser:
     size = ap.add_argument_group("attack sizes")
     size.add_argument("--wrong-passwords", type=int, default=24,
                       help="lockout: wrong passwords sent at once (default: %(default)s)")
-    size.add_argument("--flooders", type=int, default=16,
-                      help="login-flood, guest-flood: connections flooding at once "
+    size.add_argument("--login-flooders", type=int, default=64,
+                      help="login-flood: connections sending wrong logins "
+                           "(default: %(default)s)")
+    size.add_argument("--guest-flooders", type=int, default=16,
+                      help="guest-flood: connections asking for guest accounts at once "
+                           "(default: %(default)s)")
+    size.add_argument("--in-flight", type=int, default=4,
+                      help="login-flood: logins in flight on each connection "
                            "(default: %(default)s)")
     size.add_argument("--idle", type=int, default=3000,
                       help="idle-connections: websockets that never say hello "
@@ -169,8 +175,9 @@ def parser() -> argparse.ArgumentParser:
                            "own open-files limit (default: %(default)s)")
     size.add_argument("--slowloris", type=int, default=1000,
                       help="slowloris: half-sent handshakes (default: %(default)s)")
-    size.add_argument("--guests", type=int, default=400,
-                      help="lobby-poison: guests (default: %(default)s)")
+    size.add_argument("--guests", type=int, default=2100,
+                      help="lobby-poison: guests, as many as join within --seconds "
+                           "(default: %(default)s)")
     size.add_argument("--seeks", type=int, default=5,
                       help="lobby-poison: seeks per guest (default: %(default)s)")
     size.add_argument("--challengers", type=int, default=50,

@@ -151,13 +151,14 @@ async def healthz(port: int, source: str = CANARY, timeout: float = 2.0) -> str 
     """GET /healthz: None if it answered 200, else what went wrong."""
     writer: asyncio.StreamWriter | None = None
     try:
-        reader, writer = await asyncio.wait_for(
+        reader, opened = await asyncio.wait_for(
             asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0)), timeout)
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        writer = opened
+        opened.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         line = await asyncio.wait_for(reader.readline(), timeout)
         status = line.split(b" ", 2)[1].decode() if line.count(b" ") >= 1 else "none"
         return None if status == "200" else f"http_{status}"
-    except (OSError, asyncio.TimeoutError, IndexError) as exc:
+    except (TimeoutError, OSError, IndexError) as exc:
         return close_reason(exc)
     finally:
         if writer is not None:

@@ -27,8 +27,7 @@ import protocol as p
 
 from ..connection import Connection, ServerError
 from ..localserver import LocalServer
-from .canaries import NETWORK_ERRORS, Account, BotCanary, HealthProbe, MoveCanary, Phase, \
-    PingCanary
+from .canaries import NETWORK_ERRORS, Account, BotCanary, HealthProbe, MoveCanary, Phase, PingCanary
 from .raw import OWNER, close_reason
 
 OWNER_LOGIN_TIMEOUT_S = 10.0
@@ -260,7 +259,7 @@ async def attack(name: str, port: int, params: dict[str, Any], url: str, owner: 
             data, _ = await asyncio.wait_for(pr.communicate(), params["seconds"] + 120)
             lines = data.decode().strip().splitlines()
             results.append(json.loads(lines[-1]) if lines else {"error": "no output"})
-        except (asyncio.TimeoutError, json.JSONDecodeError) as exc:
+        except (TimeoutError, json.JSONDecodeError) as exc:
             with contextlib.suppress(ProcessLookupError):
                 pr.kill()
             results.append({"error": close_reason(exc)})
