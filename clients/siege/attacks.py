@@ -217,7 +217,9 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
             tally.accepted += 1
             watchers.append(asyncio.create_task(sock.idle()))
 
+    t0 = time.monotonic()
     await asyncio.gather(*(one(i) for i in range(count)))
+    tally.extra["opening_s"] = round(time.monotonic() - t0, 2)
     tally.extra["open_at_ready"] = sum(1 for s in held if s.ended is None)
     ready()
     if not handshake:  # a slowloris sends one more header byte now and then

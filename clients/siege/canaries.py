@@ -250,6 +250,17 @@ class BotCanary(Canary):
         self.finished: Counter[str] = Counter()
         self.declined: Counter[str] = Counter()
         self.rng = random.Random(2)
+        self.playing: tuple[Connection, str] | None = None
+
+    async def stop(self) -> None:
+        """Stop, resigning the game in progress (so the bot is free when told to stop)."""
+        await super().stop()
+        if self.playing is not None:
+            conn, game_id = self.playing
+            with contextlib.suppress(ServerError, *NETWORK_ERRORS):
+                await asyncio.wait_for(conn.call(p.Resign, game_id=game_id), REPLY_TIMEOUT_S)
+            await conn.close()
+            self.playing = None
 
     async def run(self) -> None:
         conn: Connection | None = None
@@ -285,6 +296,7 @@ class BotCanary(Canary):
                 break
         self.samples.add(self.phase.name, (time.monotonic() - t0) * 1000)  # time to a game
         game_id = event.game_id
+        self.playing = conn, game_id
         state = engine.new_game("hadron", size=5)
         while not state.is_over:
             if state.to_move == 0:
@@ -299,4 +311,5 @@ class BotCanary(Canary):
                 state = state.play(event.move)
             elif isinstance(event, p.GameOver) and event.game_id == game_id:
                 break
+        self.playing = None
         self.finished[self.phase.name] += 1
