@@ -113,6 +113,7 @@ class Canary:
         self.samples = Samples()
         self.stopping = False
         self.task: asyncio.Task[None] | None = None
+        self.conns: list[Connection] = []  # open now; closed on stop
 
     def start(self) -> None:
         self.task = asyncio.create_task(self.run())
@@ -123,6 +124,10 @@ class Canary:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
+            self.task = None
+        for conn in self.conns:
+            await conn.close()
+        self.conns = []
 
     async def run(self) -> None:
         raise NotImplementedError
@@ -143,6 +148,7 @@ class PingCanary(Canary):
             try:
                 if conn is None:
                     conn = await login(self.url, self.account)
+                    self.conns = [conn]
                 await asyncio.wait_for(conn.call(p.Ping), REPLY_TIMEOUT_S)
                 self.samples.add(self.phase.name, (time.monotonic() - t0) * 1000)
             except ServerError as exc:
@@ -176,6 +182,7 @@ class MoveCanary(Canary):
             try:
                 if not conns:
                     conns = [await login(self.url, acc) for acc in self.accounts]
+                    self.conns = list(conns)
                 await self.play_one(conns)
             except ServerError as exc:
                 self.samples.problem(self.phase.name, exc.code)
@@ -254,13 +261,18 @@ class BotCanary(Canary):
 
     async def stop(self) -> None:
         """Stop, resigning the game in progress (so the bot is free when told to stop)."""
-        await super().stop()
+        self.stopping = True
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+            self.task = None
         if self.playing is not None:
             conn, game_id = self.playing
             with contextlib.suppress(ServerError, *NETWORK_ERRORS):
                 await asyncio.wait_for(conn.call(p.Resign, game_id=game_id), REPLY_TIMEOUT_S)
-            await conn.close()
             self.playing = None
+        await super().stop()
 
     async def run(self) -> None:
         conn: Connection | None = None
@@ -268,6 +280,7 @@ class BotCanary(Canary):
             try:
                 if conn is None:
                     conn = await login(self.url, self.account)
+                    self.conns = [conn]
                 await self.play_one(conn)
             except (ServerError, *NETWORK_ERRORS) as exc:
                 self.samples.problem(self.phase.name, close_reason(exc) if not isinstance(

@@ -226,7 +226,7 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
         if bot is not None:
             stopped = await asyncio.to_thread(bot.stop)
             out.setdefault("bot", {})["stop"] = stopped
-        server.stop()
+        out["server_exit"] = await asyncio.to_thread(server.stop)
     db = workdir / "tessera.db"
     rows_after = count_rows(db)
     out["rows_added"] = {t: n - rows_before.get(t, 0) for t, n in rows_after.items()
