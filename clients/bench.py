@@ -494,7 +494,8 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
     module = (["-m", "server"] if stages is None
               else ["-m", "tests.tools.movecost", str(stages)])
     args = [*module, "serve", "--port", "0", "--db", db_url,
-            "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning"]
+            "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning",
+            "--guests-per-hour", "0"]  # every guest comes from one address here
     if loop is not None:
         args += ["--loop", loop]
     return start(args, workdir / f"{name}.port", workdir / f"{name}.log"), db_url
