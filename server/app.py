@@ -23,6 +23,7 @@ import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
 from .accounts import Accounts, Passwords
+from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
 from .games import Games
 from .guests import GuestMaker, sweep_guests_forever
@@ -30,6 +31,7 @@ from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
 from .lobby import Lobby
+from .logs import AcceptFailureLog
 from .metrics import Metrics
 from .ratelimit import BucketTable
 from .revocation import enforce_revocations
@@ -54,10 +56,12 @@ class App:
         self.passwords = Passwords(max_queued=settings.hash_queue or None)
         self.guests = GuestMaker(self.store)
         self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
-        self.lobby = Lobby()
+        self.lobby = Lobby(settings)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn)
         self.history = History(self.games, self.store)
-        self.routes = Routes(metrics, settings)
+        self.files = open_files_limit()
+        self.admission = Admission(settings, self.files)
+        self.routes = Routes(metrics, settings, self.admission)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         # an account's budgets over all its connections
@@ -117,6 +121,9 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
                             on_commit=metrics.commit_batch.observe) as storage:
         app = App(settings, storage, metrics)
+        loop = asyncio.get_running_loop()
+        accept_log = AcceptFailureLog(settings.accept_error_log_s, metrics.accept_failures.inc)
+        accept_log.install(loop)
         try:
             await app.games.restore()
             async with websockets.serve(
@@ -132,7 +139,8 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                                                port)
                 log.info("listening", extra={"host": settings.host, "port": port,
                                              "db": redact_url(settings.db_url),
-                                             "games_in_progress": len(app.games)})
+                                             "games_in_progress": len(app.games),
+                                             **describe_caps(app.admission, app.files)})
                 app.tasks.spawn(enforce_revocations(app.store, lambda: app.sessions,
                                                     settings.revocation_poll_s),
                                 name="tessera-revocations")
@@ -150,6 +158,7 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                     await house.stop()
         finally:
             await app.close()
+            accept_log.uninstall(loop)
     log.info("stopped: everything acknowledged is stored")
 
 

@@ -59,6 +59,7 @@ async def on_logout(s: Session, m: p.Logout) -> p.ServerMessage:
         await s.app.accounts.end_session(s.token)
     await s.detach()
     s.user = s.member = s.token = None
+    s.arm_auth_deadline()  # logged out: the connection must log in again, or watch
     return p.Ok(id=m.id)
 
 
