@@ -143,7 +143,7 @@ def parser() -> argparse.ArgumentParser:
                     help="the attack, or all of them in turn")
     ap.add_argument("--json", action="store_true",
                     help="print one JSON object (with --attack all: {'attacks': [...]})")
-    ap.add_argument("--seconds", type=float, default=10.0,
+    ap.add_argument("--seconds", type=float, default=15.0,
                     help="how long each attack lasts (default: %(default)s)")
     ap.add_argument("--quiet", type=float, default=2.0,
                     help="canaries alone before the attack, seconds (default: %(default)s)")
