@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import math
+import resource
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -185,7 +186,8 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
     how each attempt ended."""
     deadline = time.monotonic() + seconds
     limit = asyncio.Semaphore(CONNECT_CONCURRENCY)
-    held: list[RawSocket] = []
+    held: list[RawSocket] = []  # every connection made; the accepted ones are counted below
+    accepted: list[RawSocket] = []
     watchers: list[asyncio.Task[str]] = []
 
     async def one(i: int) -> None:
@@ -202,6 +204,7 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
                 sock.writer.write(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\n")
                 watchers.append(asyncio.create_task(sock.wait_closed_by_server()))
                 tally.accepted += 1
+                accepted.append(sock)
                 return
             try:
                 status = await sock.handshake(port)
@@ -215,12 +218,13 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
                 sock.end(f"http_{status}")
                 return
             tally.accepted += 1
+            accepted.append(sock)
             watchers.append(asyncio.create_task(sock.idle()))
 
     t0 = time.monotonic()
     await asyncio.gather(*(one(i) for i in range(count)))
     tally.extra["opening_s"] = round(time.monotonic() - t0, 2)
-    tally.extra["open_at_ready"] = sum(1 for s in held if s.ended is None)
+    tally.extra["open_at_ready"] = sum(1 for s in accepted if s.ended is None)
     ready()
     if not handshake:  # a slowloris sends one more header byte now and then
         while time.monotonic() < deadline:
@@ -230,8 +234,8 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
                     with contextlib.suppress(Exception):
                         s.writer.write(b"X")
     await until(deadline)
-    ended = [s for s in held if s.ended is not None]
-    tally.extra["open_at_end"] = len(held) - len(ended)
+    ended = [s for s in accepted if s.ended is not None]
+    tally.extra["open_at_end"] = len(accepted) - len(ended)
     for s in ended:
         tally.closed[s.ended or "eof"] += 1
     lifetimes = sorted(s.lifetime for s in ended if s.lifetime is not None)
@@ -620,6 +624,8 @@ async def run(name: str, port: int, params: dict[str, Any]) -> dict[str, Any]:
 
     await ATTACKS[name](port, params, tally, ready)
     tally.extra["attack_s"] = round(time.monotonic() - started, 2)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    tally.extra["cpu_s"] = round(used.ru_utime + used.ru_stime, 2)  # the attacker's own
     return tally.as_dict()
 
 

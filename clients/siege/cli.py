@@ -107,7 +107,9 @@ def human(result: dict[str, Any]) -> str:
     lines.append(f"  server RSS MiB before/peak/after: {srv['rss_mb']['before']} / "
                  f"{srv['rss_mb']['peak']} / {srv['rss_mb']['after']}; open files peak "
                  f"{srv['open_files_peak']} of {result.get('server_open_files_limit')}; "
-                 f"log +{srv['log_bytes_added']} bytes")
+                 f"log +{srv['log_bytes_added']} bytes; CPU during the attack "
+                 f"{srv['cpu_s_during_attack']} s (attacker {result['attacker'].get('cpu_s')} "
+                 f"s); load average {result.get('load_average')}")
     lines.append(f"  rows added: {json.dumps(result['rows_added'])}; acknowledged moves "
                  f"{can['move']['acknowledged']}, lost {result['acked_moves_lost']}")
     for tname, t in result["targets"].items():

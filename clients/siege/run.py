@@ -57,6 +57,14 @@ class Process:
         except OSError:
             return 0
 
+    def cpu_s(self) -> float:
+        """User and system CPU time used so far."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
     def open_files_limit(self) -> int | None:
         with contextlib.suppress(OSError, ValueError, IndexError):
             for line in Path(f"/proc/{self.pid}/limits").read_text().splitlines():
@@ -214,9 +222,12 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
         rss_before = proc.rss_mb()
         proc.rss_peak_mb = rss_before
         sampler = asyncio.create_task(proc.sample())
+        out["load_average"] = [round(x, 2) for x in os.getloadavg()]
+        cpu_before = proc.cpu_s()
         phase.name = "attack"
         out["attacker"], out["owner_login"] = await attack(name, server.port, params, url,
                                                            owner)
+        cpu_attack = proc.cpu_s() - cpu_before
         phase.name = "after"
         await asyncio.sleep(settle_s)
         if name in ("lockout", "login-flood"):
@@ -226,6 +237,7 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
                                     "peak": round(proc.rss_peak_mb, 1),
                                     "after": round(rss_after, 1)},
                          "open_files_peak": proc.fds_peak,
+                         "cpu_s_during_attack": round(cpu_attack, 2),
                          "log_bytes_added": server.log.stat().st_size - log_before}
         for c in canaries:
             await c.stop()
