@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import time
 
 
@@ -67,3 +68,26 @@ class BucketTable:
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+def address_key(peer: str) -> str:
+    """What a client address is limited by: an IPv4 address as it is, an IPv6 address by its
+    /64 (one host is usually given a whole /64), an IPv4-mapped IPv6 address as IPv4; text
+    that is no address (a Unix socket, "?") as it is."""
+    try:
+        address = ipaddress.ip_address(peer.split("%", 1)[0])
+    except ValueError:
+        return peer
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+def per_address(per_second: float, burst: float) -> BucketTable | None:
+    """A table of per-address buckets, or None when the limit is switched off (a rate or
+    burst of 0)."""
+    if per_second <= 0 or burst < 1:
+        return None
+    return BucketTable(per_second, burst)

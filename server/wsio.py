@@ -84,3 +84,14 @@ class Outbox:
         waiting, self._waiting = self._waiting, []
         for flush_one in waiting:
             flush_one()
+
+
+def on_connection_lost(ws: Connection, callback: Callable[[], None]) -> None:
+    """Call ``callback`` once the connection's transport is gone, whatever ended it (the
+    handshake failed or timed out, the handler returned, the peer vanished): websockets'
+    ``Connection.connection_lost_waiter`` is resolved exactly once, in ``connection_lost``."""
+    waiter: asyncio.Future[None] = ws.connection_lost_waiter
+    if waiter.done():
+        callback()
+        return
+    waiter.add_done_callback(lambda _: callback())
