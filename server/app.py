@@ -22,8 +22,7 @@ from dataclasses import dataclass
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
-from . import memory
-from . import wsio
+from . import memory, wsio
 from .accounts import Accounts, Passwords
 from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
