@@ -498,6 +498,7 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
               else ["-m", "tests.tools.movecost", str(stages)])
     args = [*module, "serve", "--port", "0", "--db", db_url,
             "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning",
+            "--guests-per-hour", "0",  # every guest comes from one address here
             # every simulated client comes from this machine's one address
             "--max-connections-per-address", str(BENCH_CONNECTIONS_PER_ADDRESS)]
     if loop is not None:

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
-from . import wsio
+from . import memory, wsio
 from .accounts import Accounts, Passwords
 from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
 from .games import Games
+from .guests import GuestMaker, sweep_guests_forever
 from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
@@ -42,6 +43,8 @@ from .wsio import Outbox
 
 log = logging.getLogger(__name__)
 
+IDLE_SWEEP_S = 60.0  # how often idle rate-limit buckets and lockout entries are dropped
+
 
 class App:
     """What every connection handler needs, made once per server and closed with it."""
@@ -51,10 +54,9 @@ class App:
         self.store = storage.store
         self.metrics = metrics
         self.tasks = Tasks()
-        self.passwords = Passwords()
-        self.accounts = Accounts(self.store, self.passwords,
-                                 lockout_after=settings.login_lockout_after,
-                                 lockout_base_s=settings.login_lockout_base_s)
+        self.passwords = Passwords(max_queued=settings.hash_queue or None)
+        self.guests = GuestMaker(self.store)
+        self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
         self.lobby = Lobby(settings)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn)
         self.history = History(self.games, self.store)
@@ -78,10 +80,30 @@ class App:
             self.sessions.discard(session)
             self.metrics.connections.dec()
 
+    def sweep_idle(self, now: float | None = None) -> int:
+        """Drop what strangers left in memory and no longer matters: rate-limit buckets
+        that have refilled, failed-login pairs long quiet; how many entries went."""
+        tables = (self.account_requests, self.account_chat, self.accounts.address_logins,
+                  self.accounts.address_guests, self.accounts.lockout)
+        return sum(table.sweep(now) for table in tables if table is not None)
+
+    async def sweep_idle_forever(self, interval_s: float = IDLE_SWEEP_S) -> None:
+        """Every ``interval_s``: :meth:`sweep_idle`, then hand the free memory back to the
+        system (in a thread: ``memory.give_back``)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            self.sweep_idle()
+            await asyncio.to_thread(memory.give_back)
+
+    def online_user_ids(self) -> set[int]:
+        """The accounts connected to this server now."""
+        return {s.user.id for s in self.sessions if s.user is not None}
+
     async def close(self) -> None:
         """Stop the games' timers and the background work; release the password threads."""
         self.games.close()
         await self.tasks.close()
+        await self.guests.close()
         self.passwords.close()
 
 
@@ -127,6 +149,11 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 app.tasks.spawn(enforce_revocations(app.store, lambda: app.sessions,
                                                     settings.revocation_poll_s),
                                 name="tessera-revocations")
+                app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
+                if settings.guest_ttl_s > 0:
+                    app.tasks.spawn(sweep_guests_forever(
+                        app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,
+                        app.online_user_ids), name="tessera-guest-sweep")
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:

@@ -54,6 +54,37 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--rate", type=float, default=20.0,
                        help="requests per second per connection, with bursts of twice that "
                             "(default: %(default)s)")
+    limits = serve.add_argument_group(
+        "accounts under siege", "Per client address (an IPv6 address counts by its /64; "
+        "behind a reverse proxy every client has the proxy's address, so raise these there); "
+        "0 switches a limit off. Refusals are rate_limited with retry_after_ms.")
+    limits.add_argument("--logins-per-minute", type=float, default=30.0, metavar="N",
+                        help="logins and registrations per address a minute, in bursts of "
+                             "--login-burst (default: %(default)s)")
+    limits.add_argument("--login-burst", type=int, default=30, metavar="N",
+                        help="logins one address may make at once (default: %(default)s)")
+    limits.add_argument("--guests-per-hour", type=float, default=60.0, metavar="N",
+                        help="new guest accounts per address an hour, in bursts of "
+                             "--guest-burst (default: %(default)s)")
+    limits.add_argument("--guest-burst", type=int, default=20, metavar="N",
+                        help="guests one address may make at once (default: %(default)s)")
+    limits.add_argument("--hash-queue", type=int, default=8, metavar="N",
+                        help="password hashes running or waiting; one more login or "
+                             "registration is refused at once; 0: no bound (default: "
+                             "%(default)s, about a second of hashing on 2 cores)")
+    limits.add_argument("--lockout-after", type=int, default=5, metavar="N",
+                        help="wrong passwords from one address before that address is "
+                             "locked out of the account (default: %(default)s)")
+    limits.add_argument("--lockout", type=float, default=30.0, metavar="S",
+                        help="the first lock, in seconds, doubled by each later one "
+                             "(default: %(default)s)")
+    limits.add_argument("--lockout-max", type=float, default=900.0, metavar="S",
+                        help="the longest lock, at most 900 (default: %(default)s)")
+    limits.add_argument("--guest-ttl", type=float, default=86_400.0, metavar="S",
+                        help="delete guests that never played this many seconds after they "
+                             "were last seen; 0: keep them (default: %(default)s, a day)")
+    limits.add_argument("--guest-sweep-every", type=float, default=600.0, metavar="S",
+                        help="how often guests are swept (default: %(default)s)")
     serve.add_argument("--ready-file", help="write the listening port to this file once ready "
                        "(for scripts and tests)")
     serve.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], default="auto",
@@ -99,6 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
     lt = admin_sub.add_parser("list-tokens", help="list an account's tokens")
     lt.add_argument("name")
     _db_arg(lt)
+    sg = admin_sub.add_parser(
+        "sweep-guests", help="delete guests that never played and were not seen lately",
+        description="Delete the guest accounts (and their tokens) that never played (no "
+                    "game, no chat line) and were not seen (made, or a token made or used) "
+                    "for --older-than seconds. The server does this itself every "
+                    "--guest-sweep-every; from here, a guest connected now but made earlier "
+                    "and idle since is deleted too, so keep --older-than above how long "
+                    "connections last.")
+    sg.add_argument("--older-than", type=float, default=86_400.0, metavar="S",
+                    help="(default: %(default)s, a day)")
+    _db_arg(sg)
     rt = admin_sub.add_parser("revoke-token", help="revoke a token by id")
     rt.add_argument("token_id", type=int)
     _db_arg(rt)
@@ -248,6 +290,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                             origins=args.origin or None, grace_ms=int(args.grace * 1000),
                             max_frame_bytes=args.max_frame, conn_rate=args.rate,
                             conn_burst=args.rate * 2, reuse_port=args.reuse_port,
+                            address_logins_per_minute=args.logins_per_minute,
+                            address_login_burst=args.login_burst,
+                            address_guests_per_hour=args.guests_per_hour,
+                            address_guest_burst=args.guest_burst, hash_queue=args.hash_queue,
+                            login_lockout_after=args.lockout_after,
+                            login_lockout_base_s=args.lockout,
+                            login_lockout_max_s=min(args.lockout_max, 900.0),
+                            guest_ttl_s=args.guest_ttl,
+                            guest_sweep_interval_s=args.guest_sweep_every,
                             house_bots=[b for b in args.house_bots.split(",") if b.strip()],
                             **limit_settings(args))  # type: ignore[arg-type]
         raise_fd_limit()
@@ -328,6 +379,13 @@ async def _admin(args: argparse.Namespace, db_url: str) -> int:
                 token, token_id = await store.create_token(user.id, "bot", "admin")
                 print(f"token {token_id}: {token}")
                 print("(shown once: store it now)")
+            return 0
+        if cmd == "sweep-guests":
+            from .guests import sweep_guests
+
+            before = await store.count_users("guest")
+            deleted = await sweep_guests(store, args.older_than)
+            print(f"deleted {deleted} of {before} guests")
             return 0
         if cmd == "revoke-token":
             ok = await store.revoke_token(args.token_id)

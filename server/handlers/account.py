@@ -26,17 +26,17 @@ async def on_hello(s: Session, m: p.Hello) -> p.ServerMessage:
 
 
 async def on_register(s: Session, m: p.Register) -> p.ServerMessage:
-    user, token = await s.app.accounts.register(m.username, m.password)
+    user, token = await s.app.accounts.register(m.username, m.password, s.peer)
     return _authed(s, m.id, user, token)
 
 
 async def on_login(s: Session, m: p.Login) -> p.ServerMessage:
-    user, token = await s.app.accounts.login(m.username, m.password)
+    user, token = await s.app.accounts.login(m.username, m.password, s.peer)
     return _authed(s, m.id, user, token)
 
 
 async def on_guest(s: Session, m: p.Guest) -> p.ServerMessage:
-    user, token = await s.app.accounts.guest()
+    user, token = await s.app.accounts.guest(s.peer)
     return _authed(s, m.id, user, token)
 
 
