@@ -36,6 +36,7 @@ from websockets.http11 import Response
 
 from . import wsio
 from .config import Settings
+from .ratelimit import address_key
 
 log = logging.getLogger(__name__)
 
@@ -155,9 +156,10 @@ class Admission:
 
 
 def peer_address(connection: ServerConnection) -> str:
-    """The peer's IP address (without the port)."""
+    """The peer's address as limits count it (:func:`server.ratelimit.address_key`: an
+    IPv6 address by its /64)."""
     remote = connection.remote_address
-    return str(remote[0]) if remote else "?"
+    return address_key(str(remote[0])) if remote else "?"
 
 
 def _refusal(connection: ServerConnection, status: HTTPStatus, text: str) -> Response:
