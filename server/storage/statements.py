@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from sqlalchemy import Connection, Engine, Table, insert, update
+from sqlalchemy import Connection, Engine, Table, case, insert, select, update
 from sqlalchemy.exc import DataError, IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .db import DEFAULT_BUSY_TIMEOUT_MS, SqliteSynchronous, make_blocking_engine
-from .errors import GameNotPlaying, StorageError
+from .errors import GameNotPlaying, StaleEpoch, StorageError
 from .items import ChatSent, GameCreated, GameFinished, Item, MovePlayed, SeqAdvanced
 from .models import ChatRow, GameRow, MoveRow
 
@@ -65,9 +67,9 @@ def write_batch(conn: Connection, items: Sequence[Item], statements: Statements)
     Raises IntegrityError if any item breaks a constraint: the caller rolls back. New games
     are written first, so a batch may also hold their first events.
     """
-    games = [_game_row(item) for item in items if isinstance(item, GameCreated)]
-    moves = [_move_row(item) for item in items if isinstance(item, MovePlayed)]
-    chat = [_chat_row(item) for item in items if isinstance(item, ChatSent)]
+    games = [game_row(item) for item in items if isinstance(item, GameCreated)]
+    moves = [move_row(item) for item in items if isinstance(item, MovePlayed)]
+    chat = [chat_row(item) for item in items if isinstance(item, ChatSent)]
     for table, rows in ((GAMES, games), (MOVES, moves), (CHAT, chat)):  # games first
         if rows:
             statements.insert(conn, table, rows)
@@ -77,6 +79,131 @@ def write_batch(conn: Connection, items: Sequence[Item], statements: Statements)
             statements.advance_seq(conn, item)
         elif isinstance(item, GameFinished) and statements.finish(conn, item) != 1:
             outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
+    return outcomes
+
+
+# -- fenced writes (a cluster node's; docs/SCALING.md section 4) -------------------------------
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """A commit queue item written under the epoch its owner holds the game at."""
+
+    item: Item
+    epoch: int
+
+    def __post_init__(self) -> None:
+        if self.epoch < 0:
+            raise ValueError(f"an epoch is >= 0, not {self.epoch}")
+
+
+async def write_fenced(conn: AsyncConnection, batch: Sequence[Fenced]
+                       ) -> Outcomes:
+    """``write_fenced_blocking`` on an async connection, inside the caller's transaction."""
+    return await conn.run_sync(write_fenced_blocking, batch)
+
+
+def write_fenced_blocking(conn: Connection, batch: Sequence[Fenced]
+                          ) -> Outcomes:
+    """Write a batch inside the caller's transaction; per item, None (stored) or why not.
+
+    New games are inserted first (under their epoch, normally 0), then every other game
+    written to is *fenced*, one statement per game in game id order (two transactions
+    never lock two rows in opposite orders)::
+
+        UPDATE games SET last_seq = max(last_seq, :seq)
+        WHERE id = :id AND epoch = :epoch AND status = 'playing'
+
+    with ``:seq`` the highest event number the batch holds for the game. One row: the
+    writer still owns the game, and the row stays locked until the commit. No row: none of
+    that game's items is written, each gets ``StaleEpoch`` (``GameNotPlaying`` if the game
+    is over or unknown). Then moves and chat are inserted and game ends written (``AND
+    epoch = :epoch``); a seq advance is the fence alone. An UPDATE, not a check: a check
+    does not lock, so under READ COMMITTED a takeover (``Store.take_over_game``) could bump
+    the epoch and load the game while this transaction, having checked the old epoch, is
+    still open; the fence's row lock makes the takeover wait for it (docs/SCALING.md
+    section 4). Raises IntegrityError as the commit
+    queue's ``write_batch`` does (a duplicate ply, an unknown user): the caller rolls back.
+    """
+    created = [entry for entry in batch if isinstance(entry.item, GameCreated)]
+    if created:
+        conn.execute(insert(GAMES), [
+            {**game_row(cast(GameCreated, entry.item)), "epoch": entry.epoch}
+            for entry in created])
+    highest: dict[tuple[str, int], int] = defaultdict(int)
+    for entry in batch:
+        if not isinstance(entry.item, GameCreated):
+            key = (entry.item.game_id, entry.epoch)
+            highest[key] = max(highest[key], entry.item.seq)
+    refused = {key: _why_refused(conn, *key) for key in sorted(highest)
+               if not _fence(conn, *key, highest[key])}
+    outcomes: Outcomes = [None] * len(batch)
+    moves: list[dict[str, Any]] = []
+    chat: list[dict[str, Any]] = []
+    for index, entry in enumerate(batch):
+        item = entry.item
+        if isinstance(item, GameCreated):
+            continue
+        why = refused.get((item.game_id, entry.epoch))
+        if why is not None:
+            outcomes[index] = why
+        elif isinstance(item, MovePlayed):
+            moves.append(move_row(item))
+        elif isinstance(item, ChatSent):
+            chat.append(chat_row(item))
+    if moves:
+        conn.execute(insert(MOVES), moves)
+    if chat:
+        conn.execute(insert(CHAT), chat)
+    for index, entry in enumerate(batch):
+        if (isinstance(entry.item, GameFinished) and outcomes[index] is None
+                and not _finish(conn, entry.item, entry.epoch)):
+            outcomes[index] = GameNotPlaying(f"game {entry.item.game_id!r} is over")
+    return outcomes
+
+
+def _fence(conn: Connection, game_id: str, epoch: int, seq: int) -> bool:
+    """Lock a live game's row if it is at ``epoch``, advancing its last_seq to ``seq``."""
+    return conn.execute(
+        update(GAMES)
+        .where(GAMES.c.id == game_id, GAMES.c.epoch == epoch, GAMES.c.status == "playing")
+        .values(last_seq=case((GAMES.c.last_seq < seq, seq), else_=GAMES.c.last_seq))
+    ).rowcount == 1
+
+
+def _why_refused(conn: Connection, game_id: str, epoch: int) -> StorageError:
+    found = conn.execute(select(GAMES.c.epoch, GAMES.c.status)
+                         .where(GAMES.c.id == game_id)).one_or_none()
+    if found is None or found.status != "playing":
+        return GameNotPlaying(f"game {game_id!r} is unknown or over")
+    return StaleEpoch(f"game {game_id!r} was taken over: epoch {epoch} is stale "
+                      f"(the game is at {found.epoch})")
+
+
+def _finish(conn: Connection, item: GameFinished, epoch: int) -> bool:
+    return conn.execute(
+        update(GAMES)
+        .where(GAMES.c.id == item.game_id, GAMES.c.status == "playing",
+               GAMES.c.epoch == epoch)
+        .values(status=item.status, winner=item.winner, reason=item.reason,
+                last_seq=item.seq, ended_at=item.ended_at)).rowcount == 1
+
+
+def write_any_batch(conn: Connection, items: Sequence[Item], statements: Statements
+                    ) -> Outcomes:
+    """``write_batch`` for the items without an epoch, ``write_fenced_blocking`` for those
+    with one, in the caller's transaction (a cluster node's items all carry one)."""
+    fenced = [index for index, item in enumerate(items) if item.epoch is not None]
+    if not fenced:
+        return write_batch(conn, items, statements)
+    outcomes: Outcomes = [None] * len(items)
+    done = write_fenced_blocking(conn, [Fenced(items[i], cast(int, items[i].epoch))
+                                        for i in fenced])
+    for index, outcome in zip(fenced, done, strict=True):
+        outcomes[index] = outcome
+    if len(fenced) < len(items):
+        plain = [index for index, item in enumerate(items) if item.epoch is None]
+        for index, outcome in zip(plain, write_batch(conn, [items[i] for i in plain],
+                                                     statements), strict=True):
+            outcomes[index] = outcome
     return outcomes
 
 
@@ -187,7 +314,8 @@ class BatchWriter(Protocol):
 
 
 class CoreWriter:
-    """Core statements on the async engine, one transaction a batch (PostgreSQL)."""
+    """Core statements on the async engine, one transaction a batch (PostgreSQL); items
+    that carry an epoch are fenced (``write_any_batch``)."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
@@ -195,7 +323,7 @@ class CoreWriter:
 
     async def write(self, items: list[Item]) -> Outcomes:
         async with self.engine.begin() as conn:
-            return await conn.run_sync(write_batch, items, self._statements)
+            return await conn.run_sync(write_any_batch, items, self._statements)
 
     def close(self) -> None:
         pass
@@ -257,7 +385,7 @@ def open_batch_writer(
     return SqliteThreadWriter(engine, blocking)
 
 
-def _game_row(item: GameCreated) -> dict[str, Any]:
+def game_row(item: GameCreated) -> dict[str, Any]:
     return {
         "id": item.game_id,
         "game_key": item.game_key,
@@ -273,7 +401,7 @@ def _game_row(item: GameCreated) -> dict[str, Any]:
     }
 
 
-def _move_row(item: MovePlayed) -> dict[str, Any]:
+def move_row(item: MovePlayed) -> dict[str, Any]:
     return {
         "game_id": item.game_id,
         "ply": item.ply,
@@ -286,7 +414,7 @@ def _move_row(item: MovePlayed) -> dict[str, Any]:
     }
 
 
-def _chat_row(item: ChatSent) -> dict[str, Any]:
+def chat_row(item: ChatSent) -> dict[str, Any]:
     return {
         "game_id": item.game_id,
         "seq": item.seq,
