@@ -26,7 +26,7 @@ import protocol as p
 from . import wsio
 from .handlers import HANDLERS
 from .ratelimit import TokenBucket
-from .rooms import GameRoom
+from .rooms import GameRoom, Watched
 from .storage import token_digest
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Session:
         self.member: Member | None = None
         self.token: str | None = None
         self.token_digest: str | None = None  # of the token it logged in with (revocation)
-        self.rooms: dict[str, GameRoom] = {}
+        self.rooms: dict[str, Watched] = {}
         self.bucket = TokenBucket(settings.conn_rate, settings.conn_burst)
         self.out_limit = settings.out_buffer_bytes
         self.closing = False
