@@ -90,6 +90,7 @@ class Lobby:
         self.subscribers: set[Any] = set()
         self.max_open_seeks = max_open_seeks
         self._ids = itertools.count(1)
+        self.announce_presence = True  # False on a cluster node: its lobby feed does
 
     # -- presence ------------------------------------------------------------------------------
     def join(self, user_id: int, name: str, kind: str, session: Any) -> Member:
@@ -97,7 +98,8 @@ class Lobby:
         if member is None:
             member = self.members[user_id] = Member(user_id, name, kind)
             self._by_name[name.lower()] = member
-            self._tell_subscribers(PlayerOnline(user=member.wire()))
+            if self.announce_presence:
+                self._tell_subscribers(PlayerOnline(user=member.wire()))
         member.sessions.add(session)
         return member
 
@@ -115,7 +117,8 @@ class Lobby:
         for ch in [c for c in self.challenges.values()
                    if member in (c.challenger, c.target)]:
             self.end_challenge(ch, "cancelled")
-        self._tell_subscribers(PlayerOffline(name=member.name))
+        if self.announce_presence:
+            self._tell_subscribers(PlayerOffline(name=member.name))
 
     def by_name(self, name: str) -> Member | None:
         return self._by_name.get(name.lower())

@@ -195,8 +195,13 @@ class Session:
         self.rooms.clear()
         self.app.lobby.subscribers.discard(self)
         if self.member is not None:
-            self.app.lobby.leave(self.member, self)
-            self.member = None
+            member, self.member = self.member, None
+            self.app.lobby.leave(member, self)
+            if self.app.cluster is not None and not member.sessions:
+                try:
+                    await self.app.cluster.lobby.left(member)
+                except Exception as exc:  # Redis away: the node's presence goes with it
+                    log.warning("cluster: leaving the lobby: %s", exc)
         for room in rooms:
             seat = room.seat_of(user.id) if user else None
             if seat is not None:

@@ -55,6 +55,7 @@ from .config import ClusterSettings
 from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
 from .keys import Keys
 from .leases import Leases, LostReason, owner_node, owner_value
+from .lobby import ClusterLobby
 from .nodes import NodeRegistry
 from .owned import RemoteSeat, owned_room_class
 from .remote import SNAPSHOT, RemoteGame
@@ -99,6 +100,8 @@ class ClusterNode:
                              owner_value(settings.node_id, settings.incarnation),
                              ttl_ms=settings.lease_ms, on_lost=self._lease_lost)
         self.registry: NodeRegistry | None = None
+        self.live_nodes: set[str] = {settings.node_id}
+        self.lobby = ClusterLobby(self)
         self.remote: dict[str, RemoteGame] = {}
         self.stats = NodeStats()
         self._app: App | None = None
@@ -122,19 +125,40 @@ class ClusterNode:
         app.games.make_room = owned_room_class(self)
         app.games.ownership = self
         for op, handler in (("game", self._serve_game), ("follow", self._serve_follow),
-                            ("seat", self._serve_seat), ("events", self._serve_events)):
+                            ("seat", self._serve_seat), ("events", self._serve_events),
+                            ("seat_player", self._serve_seat_player),
+                            ("to_user", self.lobby.serve_to_user)):
             self.bus.serve(op, handler)
         self.leases.start()
         self.spawn(self._sweep_forever())
 
-    def start_registry(self, address: str) -> NodeRegistry:
-        sessions = self.app.sessions
+    async def start(self, address: str) -> None:
+        """Join: the registry (heartbeats), the lobby's feed."""
         self.registry = NodeRegistry(
             self.bus.redis, self.keys, self.node_id, self.settings.incarnation, address,
-            report=lambda: (self.leases.held, len(sessions)), on_dead=self._node_dead,
-            interval_s=self.settings.heartbeat_s, dead_after_s=self.settings.dead_after_s)
+            report=lambda: (self.leases.held, len(self.app.sessions)),
+            on_dead=self._node_dead, interval_s=self.settings.heartbeat_s,
+            dead_after_s=self.settings.dead_after_s)
+        with contextlib.suppress(RedisError):
+            await self.registry.beat()  # listed at once; else from the first beat that can
         self.registry.start()
-        return self.registry
+        with contextlib.suppress(RedisError):
+            await self._refresh_nodes()
+        self.spawn(self._watch_nodes())
+        await self.lobby.start()
+
+    async def _refresh_nodes(self) -> None:
+        assert self.registry is not None
+        self.live_nodes = {info.node_id for info in await self.registry.nodes() if info.alive}
+        self.live_nodes.add(self.node_id)
+
+    async def _watch_nodes(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_s)
+            try:
+                await self._refresh_nodes()
+            except RedisError as exc:
+                log.debug("cluster: nodes not refreshed: %s", exc)
 
     async def quiesce(self) -> None:
         """Stop taking games over and publishing (the server is stopping)."""
@@ -547,7 +571,7 @@ class ClusterNode:
             frames = room.events_since(since) if since else None
             seat = room.seat_of(user_id) if user_id is not None else None
             if seat is not None:
-                await self._seat_present(room, sender, seat)
+                await self.seat_present(room, sender, seat)
                 if since:
                     frames = room.events_since(since)
             reply: dict[str, Any] = {"seq": room.seq,
@@ -558,7 +582,8 @@ class ClusterNode:
                 reply["frames"] = frames
             return reply
 
-    async def _seat_present(self, room: GameRoom, node: str, seat: int) -> None:
+    async def seat_present(self, room: GameRoom, node: str, seat: int) -> None:
+        """A player's connections on ``node`` count as present in a game owned here."""
         key = (room.game_id, node, seat)
         remote_seat = self._seats.get(key)
         if remote_seat is None:
@@ -571,11 +596,42 @@ class ClusterNode:
         seat = body["seat"]
         if body["present"]:
             async with room.lock:
-                await self._seat_present(room, sender, seat)
+                await self.seat_present(room, sender, seat)
             return
         remote_seat = self._seats.pop((room.game_id, sender, seat), None)
         if remote_seat is not None:
             await room.player_disconnected(seat, remote_seat)
+
+    async def seat_remote(self, node: str, room: GameRoom, user_id: int, started: bytes,
+                          after: list[bytes]) -> None:
+        """Have ``node`` seat its connections of a player in a game that just started here
+        (they get ``started``, then ``after``)."""
+        body = {"g": room.game_id, "u": user_id,
+                "pids": [player.user_id for player in room.players],
+                "started": started, "after": after}
+        try:
+            await self.bus.request(node, "seat_player", body)
+        except Exception as exc:  # they resume, as after any lost connection
+            log.warning("cluster: seating user %d on %s: %s", user_id, node, exc)
+
+    async def _serve_seat_player(self, body: dict[str, Any], _sender: str) -> None:
+        game_id = body["g"]
+        member = self.app.lobby.members.get(body["u"])
+        if member is None or self.app.games.live(game_id) is not None:
+            return
+        remote = await self._remote_game(game_id)
+        try:
+            remote.player_ids = (body["pids"][0], body["pids"][1])
+            seat = remote.seat_of(body["u"])
+            for session in list(member.sessions):
+                session.send_frame(body["started"])
+                session.rooms[game_id] = remote
+                remote.attach(session, 1, seat, told=True)
+                for frame in body["after"]:
+                    session.send_frame(frame)
+            self.catch_up(remote)  # whatever happened since it started
+        finally:
+            self._release_hold(remote)
 
     async def _serve_events(self, body: dict[str, Any], _sender: str) -> dict[str, Any]:
         room = self._owned(body["g"])
@@ -630,9 +686,7 @@ async def run_node(settings: Settings, cluster: ClusterSettings,
         node = ClusterNode(cluster, bus)
         try:
             async with running_server(settings, cluster=node) as running:
-                registry = node.start_registry(f"{settings.host}:{running.port}")
-                with contextlib.suppress(RedisError):
-                    await registry.beat()  # listed at once; else from the first beat that can
+                await node.start(f"{settings.host}:{running.port}")
                 tune_gc()
                 if ready_file:
                     with open(ready_file, "w") as f:

@@ -47,6 +47,8 @@ async def on_auth_token(s: Session, m: p.AuthToken) -> p.ServerMessage:
 
 async def _authed(s: Session, request_id: int, user: User, token: str) -> p.ServerMessage:
     s.login(user, token)
+    if s.app.cluster is not None and s.member is not None and len(s.member.sessions) == 1:
+        await s.app.cluster.lobby.joined(s.member)
     # attached by resume, not here; a cluster's games may be run by other nodes
     active = ([room.game_id for room in s.app.games.active_of(user.id)]
               if s.app.cluster is None else await s.app.cluster.active_games(user.id))

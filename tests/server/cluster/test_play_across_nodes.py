@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import engine
 import protocol as p
 from tests.server.support import Clients, Game, Player, assert_record_replays, start_game
 
@@ -88,5 +89,81 @@ async def test_chat_resign_and_errors_cross_nodes(cluster: Cluster) -> None:
         assert (await bob.wait_for(p.GameOver, game_id=game.game_id)) == over
         late = await bob.refused(p.Move, game_id=game.game_id, ply=1, move="a1")
         assert late.code == "game_over"
+    finally:
+        await clients.close_all()
+
+
+async def _first_moves(game: Game) -> None:
+    """Each player moves once: both are seated, wherever the game runs."""
+    rng = random.Random(3)
+    for _ in range(2):
+        await game.play_quiet_move(rng)
+    for player in game.players:
+        seen = [e.seq for e in await player.drain(0.3) if isinstance(e, p.Moved)]
+        assert seen[-1:] == [3], seen
+
+
+async def test_a_seek_made_on_one_node_is_taken_from_another(cluster: Cluster) -> None:
+    a_node, b_node, c_node = [await cluster.start(name) for name in ("a", "b", "c")]
+    clients = Clients(a_node.url)
+    try:
+        watcher = await clients.guest(c_node.url)
+        listing = await watcher.call(p.LobbySubscribe)
+        assert listing.seeks == ()
+        alice = await clients.guest()
+        bob = await clients.guest(b_node.url)
+        clock = p.Fischer(base_ms=600_000, increment_ms=0)
+        created = await alice.call(p.Seek, game="yodd", options={"size": 4}, clock=clock)
+        added = await watcher.wait_for(p.SeekAdded)
+        assert (added.seek.seek_id, added.seek.user.name) == (created.seek_id, alice.name)
+        assert [s.seek_id for s in (await bob.call(p.LobbySubscribe)).seeks] == [
+            created.seek_id]
+
+        assert isinstance(await bob.call(p.AcceptSeek, seek_id=created.seek_id), p.Ok)
+        started = await bob.wait_for(p.GameStarted)
+        assert (await alice.wait_for(p.GameStarted)).game_id == started.game_id
+        taken = await alice.wait_for(p.SeekTaken, seek_id=created.seek_id)
+        assert taken.game_id == started.game_id
+        assert (await watcher.wait_for(p.SeekRemoved)).seek_id == created.seek_id
+        again = await alice.refused(p.AcceptSeek, seek_id=created.seek_id)
+        assert again.code == "not_found"
+
+        snapshot = started.snapshot
+        by_name = {alice.name: alice, bob.name: bob}
+        players = (by_name[snapshot.players[0].name], by_name[snapshot.players[1].name])
+        await _first_moves(Game(snapshot.game_id, "yodd", dict(snapshot.options), players,
+                                started, engine.new_game("yodd", **snapshot.options)))
+    finally:
+        await clients.close_all()
+
+
+async def test_seeks_on_two_nodes_pair_and_a_challenge_crosses_nodes(
+        cluster: Cluster) -> None:
+    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    clients = Clients(a_node.url)
+    try:
+        alice = await clients.guest()
+        bob = await clients.guest(b_node.url)
+        clock = p.Fischer(base_ms=600_000, increment_ms=0)
+        first = await alice.call(p.Seek, game="hadron", options={}, clock=clock)
+        second = await bob.call(p.Seek, game="hadron", options={}, clock=clock)
+        for player, seek in ((alice, first), (bob, second)):  # game_started, then seek_taken
+            started = await player.wait_for(p.GameStarted)
+            taken = await player.wait_for(p.SeekTaken)
+            assert (taken.seek_id, taken.game_id) == (seek.seek_id, started.game_id)
+
+        # a challenge from b to a user on a, accepted there: the game is a's
+        game = await start_game(bob, alice, "yodd", {"size": 4})
+        await _first_moves(game)
+        declined = await bob.call(p.Challenge, to=alice.name, game="yodd", options={},
+                                  clock=clock, color=0)
+        await alice.wait_for(p.ChallengeReceived, challenge_id=declined.challenge_id)
+        await alice.call(p.DeclineChallenge, challenge_id=declined.challenge_id,
+                         message="not now")
+        ended = await bob.wait_for(p.ChallengeEnded, challenge_id=declined.challenge_id)
+        assert (ended.reason, ended.message) == ("declined", "not now")
+        nobody = await bob.refused(p.Challenge, to="nobody-here", game="yodd", options={},
+                                   clock=clock, color=0)
+        assert nobody.code == "not_found"
     finally:
         await clients.close_all()
