@@ -365,36 +365,43 @@ class ClusterNode:
         not in progress anywhere (finished or unknown: the store answers)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.lease_ms / 1000 + self.settings.request_timeout_s
+        problem: BaseException | None = None
         while True:
             if self.app.games.live(game_id) is not None:
                 return LOCAL
             try:
                 value = await self.leases.owner_of(game_id)
-            except RedisError as exc:
-                raise unavailable(game_id, exc) from exc
-            if value is None or value == self.leases.owner:
-                if await self.take_over(game_id):
-                    return LOCAL
-                if not await self._playing(game_id):
-                    return None
+            except RedisError as exc:  # Redis away a moment (restarted, or this node paused)
+                problem = exc
             else:
-                started = time.perf_counter()
-                try:
-                    self.stats.forwarded += 1
-                    reply = await self.bus.request(owner_node(value), op, body)
-                    self.stats.rtt_s += time.perf_counter() - started
-                    return reply
-                except RemoteError as exc:
-                    if exc.code != NOT_OWNER:
-                        raise client_error(exc, game_id) from None
-                except (NodeUnreachable, RequestTimeout):
-                    pass
-                except BusUnavailable as exc:
-                    raise unavailable(game_id, exc) from exc
+                if value is None or value == self.leases.owner:
+                    if await self.take_over(game_id):
+                        return LOCAL
+                    if not await self._playing(game_id):
+                        return None
+                else:
+                    try:
+                        return await self._ask(owner_node(value), op, body)
+                    except RemoteError as exc:
+                        if exc.code != NOT_OWNER:
+                            raise client_error(exc, game_id) from None
+                    except (NodeUnreachable, RequestTimeout):
+                        pass
+                    except BusUnavailable as exc:
+                        problem = exc
             if loop.time() > deadline:
+                if problem is not None:
+                    raise unavailable(game_id, problem)
                 raise p.ProtocolError("the game's node does not answer; try again",
                                       code=p.ErrorCode.INTERNAL_ERROR, game_id=game_id)
             await asyncio.sleep(RETRY_S)
+
+    async def _ask(self, node: str, op: str, body: dict[str, Any]) -> Any:
+        started = time.perf_counter()
+        self.stats.forwarded += 1
+        reply = await self.bus.request(node, op, body)
+        self.stats.rtt_s += time.perf_counter() - started
+        return reply
 
     async def _playing(self, game_id: str) -> bool:
         stored = await self.app.store.get_game(game_id)

@@ -125,11 +125,13 @@ class RemoteGame:
         if self.last is None:  # not attached yet: the first attachment says where we are
             self._pending[seq] = (kind, frame)
             return
-        if kind == SNAPSHOT:
+        if kind == SNAPSHOT:  # a new owner: it is told who is here
             if seq < self.last:
                 return
             self._relay(seq, frame, snapshot=True)
             self._drain()
+            for seat in self.local_seats():
+                self._links.seat_changed(self, seat, True)
             return
         if seq <= self.last:
             return
