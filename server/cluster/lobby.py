@@ -94,6 +94,16 @@ class ClusterLobby:
             await self._tell_ended(challenge, "cancelled", None)
         await self.announce(p.PlayerOffline(name=member.name))
 
+    async def find(self, name: str) -> Online | None:
+        """The online user of this name; the nodes alive are looked up again before
+        saying they are not (a node that just started is not yet known here)."""
+        found = await self.presence.find(name)
+        if found is None:
+            with contextlib.suppress(Exception):
+                await self.cluster.refresh_nodes()
+                found = await self.presence.find(name)
+        return found
+
     # -- requests ------------------------------------------------------------------------
     async def subscribe(self, s: Session, m: p.LobbySubscribe) -> p.ServerMessage:
         self.cluster.app.lobby.subscribers.add(s)
@@ -144,7 +154,7 @@ class ClusterLobby:
 
     async def challenge(self, s: Session, m: p.Challenge) -> p.ServerMessage:
         me = s.me()
-        target = await self.presence.find(m.to)
+        target = await self.find(m.to)
         if target is None:
             raise p.ProtocolError(f"{m.to} is not online", code=p.ErrorCode.NOT_FOUND)
         if target.user_id == me.user_id:
@@ -195,7 +205,7 @@ class ClusterLobby:
                                                message=message))
         for user_id, name in ((entry.challenger_id, entry.received.from_.name),
                               (entry.target_id, entry.target.name)):
-            found = await self.presence.find(name)
+            found = await self.find(name)
             await self.to_user(user_id, found.nodes if found else (), [frame])
 
     # -- games between users on any nodes ------------------------------------------------
@@ -208,7 +218,7 @@ class ClusterLobby:
         where: list[tuple[str, ...]] = []
         seated: list[list[Any]] = []
         for user in seats:
-            found = await self.presence.find(user.name)
+            found = await self.find(user.name)
             nodes = found.nodes if found else ()
             where.append(nodes)
             here = app.lobby.members.get(user.user_id)

@@ -143,11 +143,12 @@ class ClusterNode:
             await self.registry.beat()  # listed at once; else from the first beat that can
         self.registry.start()
         with contextlib.suppress(RedisError):
-            await self._refresh_nodes()
+            await self.refresh_nodes()
         self.spawn(self._watch_nodes())
         await self.lobby.start()
 
-    async def _refresh_nodes(self) -> None:
+    async def refresh_nodes(self) -> None:
+        """Look up the nodes alive now (``live_nodes``: whose presence counts)."""
         assert self.registry is not None
         self.live_nodes = {info.node_id for info in await self.registry.nodes() if info.alive}
         self.live_nodes.add(self.node_id)
@@ -156,7 +157,7 @@ class ClusterNode:
         while True:
             await asyncio.sleep(self.settings.heartbeat_s)
             try:
-                await self._refresh_nodes()
+                await self.refresh_nodes()
             except RedisError as exc:
                 log.debug("cluster: nodes not refreshed: %s", exc)
 
