@@ -50,7 +50,7 @@ from server.app import running_server, tune_gc
 from server.config import Settings
 from server.rooms import GameRoom, Player
 
-from .bus import Bus
+from .bus import UNKNOWN_OP, Bus
 from .config import ClusterSettings
 from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
 from .keys import Keys
@@ -384,7 +384,7 @@ class ClusterNode:
                     try:
                         return await self._ask(owner_node(value), op, body)
                     except RemoteError as exc:
-                        if exc.code != NOT_OWNER:
+                        if exc.code not in (NOT_OWNER, UNKNOWN_OP):  # (a node starting)
                             raise client_error(exc, game_id) from None
                     except (NodeUnreachable, RequestTimeout):
                         pass
@@ -545,7 +545,7 @@ class ClusterNode:
 
     # -- serving the other nodes -----------------------------------------------------------
     def _owned(self, game_id: str) -> GameRoom:
-        room = self.app.games.live(game_id)
+        room = None if self._app is None else self._app.games.live(game_id)
         if room is None or not self.leases.holds(game_id):
             raise RemoteError(NOT_OWNER, f"node {self.node_id} does not run {game_id}")
         self.stats.served += 1
