@@ -105,8 +105,12 @@ class PrivateCluster:
             await client.aclose()
         return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
-    async def postgres_cpu_s(self) -> float:
-        """CPU seconds of the PostgreSQL backends serving this cluster's role right now."""
+    @property
+    def private_redis(self) -> bool:
+        return self._redis_proc is not None
+
+    async def postgres_cpu_by_pid(self) -> dict[int, float]:
+        """CPU seconds so far of each PostgreSQL backend serving this cluster's role."""
         engine = create_async_engine(self.admin_url)
         try:
             async with engine.connect() as conn:
@@ -115,7 +119,7 @@ class PrivateCluster:
                     {"role": self.role})).scalars().all()
         finally:
             await engine.dispose()
-        return sum(proc_cpu_s(pid) for pid in pids)
+        return {pid: proc_cpu_s(pid) for pid in pids}
 
     # -- setup ---------------------------------------------------------------------------
     async def _create_schema(self) -> None:
