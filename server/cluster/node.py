@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 
 NOT_OWNER = "not_owner"
 RETRY_S = 0.1  # between looks for a game's owner while it is being taken over
+OWNER_HINTS = 50_000  # games whose owner is remembered (then forgotten all at once)
 SWEEP_BATCH = 100  # games taken over per sweep at most (the others wait for the next)
 
 
@@ -108,6 +109,7 @@ class ClusterNode:
         self._subscribing: dict[str, asyncio.Future[None]] = {}
         self._seats: dict[tuple[str, str, int], RemoteSeat] = {}
         self._taking: dict[str, asyncio.Task[bool]] = {}
+        self._owners: dict[str, str] = {}  # a game's owner as last found (a hint)
         self._outgoing: list[tuple[str, bytes]] = []
         self._flushing = False
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -360,10 +362,12 @@ class ClusterNode:
             del self._seats[key]
 
     # -- asking the owner ------------------------------------------------------------------
-    async def call_owner(self, game_id: str, op: str, body: dict[str, Any]) -> Any:
+    async def call_owner(self, game_id: str, op: str, body: dict[str, Any], *,
+                         take: bool = True) -> Any:
         """Ask the owner of a game to serve ``op``: its reply; ``LOCAL`` if this node runs
-        the game (now: nobody owned it, and it was taken over here); None if the game is
-        not in progress anywhere (finished or unknown: the store answers)."""
+        the game (now: nobody owned it, and it was taken over here, unless not ``take``);
+        None if the game is not in progress anywhere (finished or unknown: the store
+        answers), or, not ``take``, has no owner now."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.lease_ms / 1000 + self.settings.request_timeout_s
         problem: BaseException | None = None
@@ -371,10 +375,12 @@ class ClusterNode:
             if self.app.games.live(game_id) is not None:
                 return LOCAL
             try:
-                value = await self.leases.owner_of(game_id)
+                value = self._owners.pop(game_id, None) or await self.leases.owner_of(game_id)
             except RedisError as exc:  # Redis away a moment (restarted, or this node paused)
                 problem = exc
             else:
+                if value is None and not take:
+                    return None
                 if value is None or value == self.leases.owner:
                     if await self.take_over(game_id):
                         return LOCAL
@@ -382,7 +388,11 @@ class ClusterNode:
                         return None
                 else:
                     try:
-                        return await self._ask(owner_node(value), op, body)
+                        reply = await self._ask(owner_node(value), op, body)
+                        if len(self._owners) > OWNER_HINTS:
+                            self._owners.clear()
+                        self._owners[game_id] = value  # asked first next time
+                        return reply
                     except RemoteError as exc:
                         if exc.code not in (NOT_OWNER, UNKNOWN_OP):  # (a node starting)
                             raise client_error(exc, game_id) from None
@@ -422,7 +432,7 @@ class ClusterNode:
         remote = self.remote.get(game_id)
         events = [(seq, frame) for seq, frame in reply.get("ev", ())]
         if remote is not None:
-            remote.deliver_all(events)
+            remote.deliver_all(events, over=reply.get("over", False))
         return reply
 
     async def follow(self, s: Session, game_id: str, request_id: int,
@@ -500,10 +510,20 @@ class ClusterNode:
         seq, kind, frame = msgpack.unpackb(data, raw=False)
         remote.deliver(seq, kind, frame)
 
+    def game_over(self, remote: RemoteGame) -> None:
+        """A game followed here is over: stop listening (its followers keep the relay as a
+        finished room, as they keep a local one)."""
+        if self.remote.get(remote.game_id) is remote:
+            del self.remote[remote.game_id]
+            self._owners.pop(remote.game_id, None)
+            remote.close()
+            self.spawn(self.bus.unsubscribe(self.keys.game_channel(remote.game_id)))
+
     def idle(self, remote: RemoteGame) -> None:
         if remote.holds or remote.listeners or self.remote.get(remote.game_id) is not remote:
             return
         del self.remote[remote.game_id]
+        self._owners.pop(remote.game_id, None)
         remote.close()
         self.spawn(self.bus.unsubscribe(self.keys.game_channel(remote.game_id)))
 
@@ -523,7 +543,8 @@ class ClusterNode:
             if "snap" in reply:
                 remote.deliver(reply["seq"], SNAPSHOT, reply["snap"])
             else:
-                remote.deliver_all((seq, frame) for seq, frame in reply["ev"])
+                remote.deliver_all(((seq, frame) for seq, frame in reply["ev"]),
+                                   over=reply.get("over", False))
             return
         stored = await self.app.store.get_game(game_id)  # over (or run here now)
         if stored is not None:
@@ -536,7 +557,7 @@ class ClusterNode:
     async def _tell_seat(self, game_id: str, seat: int, present: bool) -> None:
         with contextlib.suppress(p.ProtocolError):
             await self.call_owner(game_id, "seat", {"g": game_id, "seat": seat,
-                                                    "present": present})
+                                                    "present": present}, take=False)
 
     def on_gap(self) -> None:
         """The bus may have missed messages: every game followed here catches up."""
@@ -569,7 +590,7 @@ class ClusterNode:
             await room.chat(Player(user_id, body["name"], body["kind"]), body["text"])
         else:
             raise RemoteError("unknown_op", f"no game op {op!r}")
-        return {"seq": seq, "ev": events_after(room, before)}
+        return {"seq": seq, "ev": events_after(room, before), "over": not room.status.live}
 
     async def _serve_follow(self, body: dict[str, Any], sender: str) -> dict[str, Any]:
         room = self._owned(body["g"])
@@ -646,7 +667,7 @@ class ClusterNode:
         since = body["since"]
         if room.events_since(since) is None:
             return {"seq": room.seq, "snap": p.encode(p.GameState(game=room.snapshot()))}
-        return {"seq": room.seq, "ev": events_after(room, since)}
+        return {"seq": room.seq, "ev": events_after(room, since), "over": not room.status.live}
 
 
 def events_after(room: GameRoom, seq: int) -> list[list[Any]]:

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from server.rooms import GameRoom, Writer
 from server.storage import Item, StaleEpoch
 
-from .remote import EVENT
+from .remote import EVENT, FINAL
 
 
 class Owner(Protocol):
@@ -76,7 +76,7 @@ def owned_room_class(owner: Owner) -> Callable[..., GameRoom]:
 
         def _send_all(self, frame: bytes) -> None:
             super()._send_all(frame)
-            owner.publish(self.game_id, self.seq, EVENT, frame)
+            owner.publish(self.game_id, self.seq, EVENT if self.status.live else FINAL, frame)
 
         def _set_timer(self, flag: int, delay_s: float) -> None:
             if not self.lost:  # a game lost to another node keeps no timer

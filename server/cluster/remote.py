@@ -2,8 +2,9 @@
 
 The owner publishes every event of a game on the game's channel (``game:{g}``) as
 ``[seq, kind, frame]``: ``kind`` is ``"e"`` for an event (the protocol frame every
-connection gets) or ``"s"`` for an unasked ``game_state`` (a new owner took the game over:
-the clocks restarted). A node with connections following a game it does not own keeps one
+connection gets), ``"x"`` for the game's last event (its ``game_over``: the relay stops
+there) or ``"s"`` for an unasked ``game_state`` (a new owner took the game over: the clocks
+restarted). A node with connections following a game it does not own keeps one
 :class:`RemoteGame` for it, subscribed to the channel, and relays the frames to them:
 
 - in seq order, each once: a repeat is dropped; an event ahead of the next expected one
@@ -32,6 +33,7 @@ from server.rooms import Listener
 log = logging.getLogger(__name__)
 
 EVENT = "e"
+FINAL = "x"
 SNAPSHOT = "s"
 GAP_WAIT_S = 0.3  # an event missing this long is fetched from the owner
 KEPT = 256  # events kept to bring a connection attached late up to date
@@ -49,6 +51,9 @@ class Links(Protocol):
     def idle(self, remote: RemoteGame) -> None:
         """Nobody here follows the game any more."""
 
+    def game_over(self, remote: RemoteGame) -> None:
+        """The game is over: nothing more will be published."""
+
 
 class RemoteGame:
     """One game owned elsewhere and the connections of this node that follow it."""
@@ -61,6 +66,7 @@ class RemoteGame:
         self.listeners: dict[Listener, int] = {}  # -> the seq it is up to
         self.seats: dict[Listener, int] = {}
         self.holds = 0  # attachments under way (the game is not idle meanwhile)
+        self.over = False  # its last event was relayed
         self._links = links
         self._pending: dict[int, tuple[str, bytes]] = {}
         self._kept: deque[tuple[int, bytes]] = deque(maxlen=KEPT)
@@ -83,7 +89,7 @@ class RemoteGame:
     def unsubscribe(self, listener: Listener) -> None:
         self.listeners.pop(listener, None)
         seat = self.seats.pop(listener, None)
-        if seat is not None and seat not in self.seats.values():
+        if seat is not None and not self.over and seat not in self.seats.values():
             self._links.seat_changed(self, seat, False)
         if not self.listeners and not self.holds:
             self._links.idle(self)
@@ -113,7 +119,7 @@ class RemoteGame:
         if seat is not None:
             was_here = seat in self.seats.values()
             self.seats[listener] = seat
-            if not was_here and not told:
+            if not was_here and not told and not self.over:
                 self._links.seat_changed(self, seat, True)
 
     def local_seats(self) -> set[int]:
@@ -128,7 +134,7 @@ class RemoteGame:
         if kind == SNAPSHOT:  # a new owner: it is told who is here
             if seq < self.last:
                 return
-            self._relay(seq, frame, snapshot=True)
+            self._relay(seq, frame, SNAPSHOT)
             self._drain()
             for seat in self.local_seats():
                 self._links.seat_changed(self, seat, True)
@@ -139,15 +145,18 @@ class RemoteGame:
             self._pending[seq] = (kind, frame)
             self._arm_gap_timer()
             return
-        self._relay(seq, frame)
+        self._relay(seq, frame, kind)
         self._drain()
 
-    def deliver_all(self, events: Iterable[tuple[int, bytes]]) -> None:
-        for seq, frame in events:
-            self.deliver(seq, EVENT, frame)
+    def deliver_all(self, events: Iterable[tuple[int, bytes]], *, over: bool = False) -> None:
+        """Events from a reply (``over``: the last of them ends the game)."""
+        listed = list(events)
+        for index, (seq, frame) in enumerate(listed):
+            self.deliver(seq, FINAL if over and index == len(listed) - 1 else EVENT, frame)
 
-    def _relay(self, seq: int, frame: bytes, *, snapshot: bool = False) -> None:
+    def _relay(self, seq: int, frame: bytes, kind: str) -> None:
         self.last = seq
+        snapshot = kind == SNAPSHOT
         if not snapshot:
             self._kept.append((seq, frame))
         self.stats_relayed += 1
@@ -155,6 +164,9 @@ class RemoteGame:
             if seq > seen or (snapshot and seq >= seen):
                 listener.send_frame(frame)
                 self.listeners[listener] = seq
+        if kind == FINAL and not self.over:
+            self.over = True
+            self._links.game_over(self)
 
     def _drain(self) -> None:
         """Relay what waited for the events before it; fetch what is still missing."""
@@ -163,12 +175,12 @@ class RemoteGame:
             for seq in [seq for seq in self._pending if seq <= self.last]:
                 kind, frame = self._pending.pop(seq)
                 if kind == SNAPSHOT and seq == self.last:
-                    self._relay(seq, frame, snapshot=True)
+                    self._relay(seq, frame, kind)
             following = self._pending.pop(self.last + 1, None)
             if following is None:
                 break
             kind, frame = following
-            self._relay(self.last + 1, frame, snapshot=kind == SNAPSHOT)
+            self._relay(self.last + 1, frame, kind)
         if self._pending:
             self._arm_gap_timer()
         elif self._gap_timer is not None:
