@@ -83,6 +83,11 @@ class ClusterLobby:
         if await self.presence.join(Online(member.user_id, member.name, member.kind)):
             await self.announce(p.PlayerOnline(user=member.wire()))
 
+    async def rejoin(self, member: Member) -> None:
+        """Say again that a member is here (Redis may have lost it)."""
+        with contextlib.suppress(Exception):
+            await self.joined(member)
+
     async def left(self, member: Member) -> None:
         """A user's last connection on this node went: if it was their last anywhere,
         their offers go with them."""

@@ -110,6 +110,9 @@ class ClusterNode:
         self._seats: dict[tuple[str, str, int], RemoteSeat] = {}
         self._taking: dict[str, asyncio.Task[bool]] = {}
         self._owners: dict[str, str] = {}  # a game's owner as last found (a hint)
+        self._reclaiming: dict[str, asyncio.Task[None]] = {}
+        # games lost whose connections here do not follow them yet: (room, connections)
+        self._orphans: dict[str, tuple[GameRoom, list[Any]]] = {}
         self._outgoing: list[tuple[str, bytes]] = []
         self._flushing = False
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -233,8 +236,30 @@ class ClusterNode:
         finally:
             self._flushing = False
 
+    async def confirm(self, game_id: str) -> bool:
+        reclaim = self._reclaiming.get(game_id)
+        if reclaim is not None:
+            await asyncio.shield(reclaim)
+        return self.leases.holds(game_id)
+
     def _lease_lost(self, game_id: str, reason: LostReason) -> None:
+        if reason == "expired" and self.app.games.live(game_id) is not None:
+            # The key is gone, not taken (Redis restarted and forgot it): take it again.
+            # Safe: had another node taken the game meanwhile, it bumped the epoch, and
+            # the database refuses our writes.
+            task = asyncio.get_running_loop().create_task(self._reclaim(game_id))
+            self._reclaiming[game_id] = task
+            task.add_done_callback(lambda _: self._reclaiming.pop(game_id, None))
+            return
         self.lost(game_id, f"lease {reason}")
+
+    async def _reclaim(self, game_id: str) -> None:
+        try:
+            again = await self.leases.acquire(game_id)
+        except RedisError:
+            again = False
+        if not again:
+            self.lost(game_id, "lease gone, and taken by another node")
 
     def lost(self, game_id: str, why: str) -> None:
         """Stop running a game another node owns now; its connections here follow it
@@ -251,15 +276,31 @@ class ClusterNode:
         followers = [listener for listener in room.listeners
                      if not isinstance(listener, RemoteSeat)]
         if followers:
-            self.spawn(self._rehome(room, followers))
+            self._orphans[game_id] = (room, followers)
+            self.spawn(self._rehome(game_id))
 
-    async def _rehome(self, room: GameRoom, followers: list[Any]) -> None:
-        game_id = room.game_id
+    async def _rehome(self, game_id: str) -> None:
+        """The connections here of a game lost follow it from the store, then from its
+        new owner (tried again while Redis or PostgreSQL are away; if the game is taken
+        over here meanwhile, they follow its room: ``_take_over``)."""
+        delay = RETRY_S
+        while game_id in self._orphans:
+            try:
+                await self._rehome_once(game_id)
+                return
+            except Exception as exc:
+                log.info("cluster: rehoming the followers of %s: %s", game_id, exc)
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
+
+    async def _rehome_once(self, game_id: str) -> None:
         remote = await self._remote_game(game_id)
         try:
             stored = await self.app.store.get_game(game_id)
-            if stored is None:
+            found = self._orphans.pop(game_id, None)
+            if stored is None or found is None:
                 return
+            room, followers = found
             snapshot = wire.stored_snapshot(stored)
             frame = p.encode(p.GameState(game=snapshot))
             remote.player_ids = (room.players[0].user_id, room.players[1].user_id)
@@ -309,21 +350,27 @@ class ClusterNode:
         frame = p.encode(p.GameState(game=room.snapshot()))
         if games.live(game_id) is room:
             self.publish(game_id, room.seq, SNAPSHOT, frame)
+        followers: list[tuple[Any, int | None]] = []
         remote = self.remote.pop(game_id, None)
         if remote is not None:  # its followers here now follow the room itself
             await self.bus.unsubscribe(self.keys.game_channel(game_id))
             remote.close()
-            async with room.lock:
-                for listener in list(remote.listeners):
-                    rooms = getattr(listener, "rooms", None)
-                    if rooms is not None:
-                        rooms[game_id] = room
-                    listener.send_frame(frame)
-                    seat = remote.seats.get(listener)
-                    if seat is None:
-                        room.subscribe(listener)
-                    else:
-                        await room.player_connected(seat, listener, tell_self=False)
+            followers += [(listener, remote.seats.get(listener)) for listener in remote.listeners]
+        orphaned = self._orphans.pop(game_id, None)
+        if orphaned is not None:  # lost here a moment ago, and not yet followed elsewhere
+            old, listeners = orphaned
+            followers += [(listener, old.seat_of(listener.user.id) if getattr(
+                listener, "user", None) is not None else None) for listener in listeners]
+        async with room.lock:
+            for listener, seat in followers:
+                rooms = getattr(listener, "rooms", None)
+                if rooms is not None:
+                    rooms[game_id] = room
+                listener.send_frame(frame)
+                if seat is None:
+                    room.subscribe(listener)
+                else:
+                    await room.player_connected(seat, listener, tell_self=False)
         return True
 
     async def _sweep_forever(self) -> None:
@@ -560,9 +607,13 @@ class ClusterNode:
                                                     "present": present}, take=False)
 
     def on_gap(self) -> None:
-        """The bus may have missed messages: every game followed here catches up."""
+        """The bus may have missed messages: every game followed here catches up; and
+        Redis may have restarted empty: this node's members are online again."""
         for remote in list(self.remote.values()):
             self.catch_up(remote)
+        if self._app is not None:
+            for member in list(self._app.lobby.members.values()):
+                self.spawn(self.lobby.rejoin(member))
 
     # -- serving the other nodes -----------------------------------------------------------
     def _owned(self, game_id: str) -> GameRoom:

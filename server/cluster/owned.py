@@ -18,7 +18,6 @@ per (node, seat): a listener that receives nothing (their node relays from the c
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -34,6 +33,9 @@ class Owner(Protocol):
 
     def holds(self, game_id: str) -> bool: ...
 
+    async def confirm(self, game_id: str) -> bool:
+        """Whether the lease is held, once a renewal under way has ended."""
+
     def publish(self, game_id: str, seq: int, kind: str, frame: bytes) -> None: ...
 
     def lost(self, game_id: str, why: str) -> None: ...
@@ -48,18 +50,21 @@ class FencedWriter:
         self._owner = owner
 
     def submit(self, item: Item) -> Awaitable[None]:
+        if self._owner.holds(self._room.game_id):
+            return self._submit(item)
+        return self._submit_unconfirmed(item)
+
+    async def _submit_unconfirmed(self, item: Item) -> None:
         room = self._room
-        if not self._owner.holds(room.game_id) or room.epoch is None:
+        if not await self._owner.confirm(room.game_id):
             self._owner.lost(room.game_id, "lease not held")
-            refused: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            refused.set_exception(StaleEpoch(f"game {room.game_id!r}: this node's lease is "
-                                             "not confirmed; not written"))
-            return refused
-        return self._submit(dataclasses.replace(item, epoch=room.epoch))
+            raise StaleEpoch(f"game {room.game_id!r}: this node's lease is not confirmed; "
+                             "not written")
+        await self._submit(item)
 
     async def _submit(self, item: Item) -> None:
         try:
-            await self._writer.submit(item)
+            await self._writer.submit(dataclasses.replace(item, epoch=self._room.epoch))
         except StaleEpoch:
             self._owner.lost(self._room.game_id, "stale epoch")
             raise

@@ -21,6 +21,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -210,3 +211,49 @@ async def cluster(redis_url: str, keys: Keys, tmp_path: Path) -> AsyncIterator[C
             yield running
         finally:
             running.stop_all()
+
+
+class PrivatePostgres:
+    """A PostgreSQL server of one test's own (initdb in a temporary directory, run as the
+    ``postgres`` user), to restart during play; trust authentication on loopback."""
+
+    def __init__(self) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="tessera-pg-"))
+        self.data = self.directory / "data"
+        self.port = free_port()
+        self.url = f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/postgres"
+        shutil.chown(self.directory, "postgres")
+        self._as_postgres("initdb", "-A", "trust", "-U", "postgres", "-D", str(self.data),
+                          "--no-sync")
+
+    def _as_postgres(self, *command: str) -> None:
+        subprocess.run(["runuser", "-u", "postgres", "--", *command], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+
+    def start(self) -> None:
+        self._as_postgres("pg_ctl", "-D", str(self.data), "-w", "-l",
+                          str(self.directory / "log"), "-o",
+                          f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 "
+                          "-c fsync=off", "start")
+
+    def stop(self, mode: str = "immediate") -> None:
+        """``immediate``: like a crash (no checkpoint), then a recovery at the next start."""
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._as_postgres("pg_ctl", "-D", str(self.data), "-w", "-m", mode, "stop")
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@pytest.fixture
+def private_postgres() -> Iterator[PrivatePostgres]:
+    """A PostgreSQL server of this test's own, started (skipped without initdb/runuser)."""
+    if shutil.which("initdb") is None or shutil.which("runuser") is None or os.getuid() != 0:
+        pytest.skip("cannot start a private PostgreSQL (needs initdb, and runuser as root)")
+    server = PrivatePostgres()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()
