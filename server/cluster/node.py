@@ -31,17 +31,25 @@ present), ``seat`` (the first or last connection of a seat on the asking node), 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import dataclasses
+import itertools
 import logging
 import random
 import signal
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgpack
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from redis.exceptions import RedisError
 
 import protocol as p
@@ -79,14 +87,59 @@ class _Local:
 LOCAL = _Local()
 
 
+RTT_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 5.0)
+
+
 @dataclasses.dataclass(slots=True)
 class NodeStats:
     forwarded: int = 0  # requests sent to another node's game
     served: int = 0  # requests served for another node
     takeovers: int = 0
     lost: int = 0
-    rtt_s: float = 0.0  # the forwarded requests' round trips, summed
     published: int = 0
+    rtt_s: float = 0.0  # the forwarded requests' round trips, summed
+    rtt_counts: list[int] = dataclasses.field(
+        default_factory=lambda: [0] * (len(RTT_BUCKETS) + 1))
+
+    def observe_rtt(self, seconds: float) -> None:
+        self.rtt_s += seconds
+        self.rtt_counts[bisect.bisect_left(RTT_BUCKETS, seconds)] += 1
+
+
+class NodeMetrics:
+    """A node's part of ``/metrics``, read from its counters when scraped."""
+
+    def __init__(self, node: ClusterNode) -> None:
+        self.node = node
+
+    def describe(self) -> Iterator[Metric]:
+        return self.collect()
+
+    def collect(self) -> Iterator[Metric]:
+        node, stats = self.node, self.node.stats
+        yield GaugeMetricFamily("tessera_cluster_owned_games",
+                                "Live games this node owns (holds the lease of)",
+                                value=len(node.leases.held))
+        yield GaugeMetricFamily("tessera_cluster_followed_games",
+                                "Games owned elsewhere that connections here follow",
+                                value=len(node.remote))
+        for name, text, value in (
+                ("forwarded_requests", "Requests sent to the node owning their game",
+                 stats.forwarded),
+                ("served_requests", "Requests served for other nodes", stats.served),
+                ("takeovers", "Games taken over from another node", stats.takeovers),
+                ("games_lost", "Games lost to another node (lease or epoch)", stats.lost),
+                ("events_published", "Game events published to other nodes",
+                 stats.published),
+                ("bus_gaps", "Reconnections to Redis after which events may have been missed",
+                 node.bus.stats.gaps)):
+            yield CounterMetricFamily(f"tessera_cluster_{name}_total", text, value=value)
+        cumulative = list(itertools.accumulate(stats.rtt_counts))
+        yield HistogramMetricFamily(
+            "tessera_cluster_request_seconds",
+            "Round trip of a request forwarded to another node, through Redis",
+            buckets=[*((str(b), c) for b, c in zip(RTT_BUCKETS, cumulative, strict=False)),
+                     ("+Inf", cumulative[-1])], sum_value=stats.rtt_s)
 
 
 class ClusterNode:
@@ -136,6 +189,7 @@ class ClusterNode:
             self.bus.serve(op, handler)
         self.leases.start()
         self.spawn(self._sweep_forever())
+        app.metrics.registry.register(NodeMetrics(self))
 
     async def start(self, address: str) -> None:
         """Join: the registry (heartbeats), the lobby's feed."""
@@ -458,7 +512,7 @@ class ClusterNode:
         started = time.perf_counter()
         self.stats.forwarded += 1
         reply = await self.bus.request(node, op, body)
-        self.stats.rtt_s += time.perf_counter() - started
+        self.stats.observe_rtt(time.perf_counter() - started)
         return reply
 
     async def _playing(self, game_id: str) -> bool:

@@ -6,14 +6,29 @@ goes to the node that owns it and every event reaches every node that has a foll
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import random
+import urllib.request
 
 import engine
 import protocol as p
 from tests.server.support import Clients, Game, Player, assert_record_replays, start_game
 
 from .conftest import Cluster
+
+
+async def metrics(port: int | None) -> dict[str, float]:
+    """A node's /metrics, the samples without labels."""
+    def fetch() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            return str(reply.read().decode())
+    found = {}
+    for line in (await asyncio.to_thread(fetch)).splitlines():
+        if line and not line.startswith("#") and "{" not in line:
+            name, value = line.split()
+            found[name] = float(value)
+    return found
 
 
 async def on_node(clients: Clients, player: Player, url: str) -> Player:
@@ -61,6 +76,13 @@ async def test_players_and_a_spectator_on_three_nodes_play_a_game_to_its_end(
         record = await game.record(spectator)  # asked on node c
         assert record.status == "over" and len(record.moves) == len(acks)
         assert_record_replays(record)
+
+        a_metrics, b_metrics = [await metrics(node.port) for node in (a_node, b_node)]
+        assert a_metrics["tessera_cluster_owned_games"] == 0  # released at the end
+        assert a_metrics["tessera_cluster_served_requests_total"] >= len(acks) // 2
+        assert b_metrics["tessera_cluster_forwarded_requests_total"] >= len(acks) // 2
+        assert b_metrics["tessera_cluster_request_seconds_count"] == b_metrics[
+            "tessera_cluster_forwarded_requests_total"]
     finally:
         await clients.close_all()
 
