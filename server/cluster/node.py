@@ -56,11 +56,13 @@ import protocol as p
 from server import wire
 from server.app import running_server, tune_gc
 from server.config import Settings
+from server.revocation import close_revoked
 from server.rooms import GameRoom, Player
 
 from .bus import UNKNOWN_OP, Bus
 from .config import ClusterSettings
 from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
+from .feeds import Revocations
 from .keys import Keys
 from .leases import Leases, LostReason, owner_node, owner_value
 from .lobby import ClusterLobby
@@ -156,6 +158,7 @@ class ClusterNode:
         self.registry: NodeRegistry | None = None
         self.live_nodes: set[str] = {settings.node_id}
         self.lobby = ClusterLobby(self)
+        self.revocations = Revocations(bus, self._revoked)
         self.remote: dict[str, RemoteGame] = {}
         self.stats = NodeStats()
         self._app: App | None = None
@@ -205,6 +208,12 @@ class ClusterNode:
             await self.refresh_nodes()
         self.spawn(self._watch_nodes())
         await self.lobby.start()
+        await self.revocations.start()
+
+    def _revoked(self, digests: list[str]) -> None:
+        """Tokens revoked on another node (a logout): their connections here close now
+        (the database poll, ``revocation.enforce_revocations``, stays the safety net)."""
+        close_revoked(self.app.sessions, set(digests))
 
     async def refresh_nodes(self) -> None:
         """Look up the nodes alive now (``live_nodes``: whose presence counts)."""

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import protocol as p
 
+from ..storage import token_digest
+
 if TYPE_CHECKING:
     from ..session import Session
     from ..storage import User
@@ -61,6 +63,8 @@ async def on_logout(s: Session, m: p.Logout) -> p.ServerMessage:
     s.token_digest = None  # first: the revocation must not close this connection
     if s.token is not None:
         await s.app.accounts.end_session(s.token)
+        if s.app.cluster is not None:  # the other nodes close its connections at once
+            await s.app.cluster.revocations.announce([token_digest(s.token)])
     await s.detach()
     s.user = s.member = s.token = None
     return p.Ok(id=m.id)
