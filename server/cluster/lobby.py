@@ -83,6 +83,15 @@ class ClusterLobby:
         if await self.presence.join(Online(member.user_id, member.name, member.kind)):
             await self.announce(p.PlayerOnline(user=member.wire()))
 
+    async def reap(self, dead_node: str) -> None:
+        """A dead node's members: those now offline everywhere lose their offers."""
+        for user in await self.presence.reap(dead_node):
+            for seek in await self.seeks.withdraw_all(user.user_id):
+                await self.announce(p.SeekRemoved(seek_id=seek.seek_id))
+            for challenge in await self.challenges.withdraw_all(user.user_id):
+                await self._tell_ended(challenge, "cancelled", None)
+            await self.announce(p.PlayerOffline(name=user.name))
+
     async def rejoin(self, member: Member) -> None:
         """Say again that a member is here (Redis may have lost it)."""
         with contextlib.suppress(Exception):

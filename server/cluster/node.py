@@ -218,8 +218,19 @@ class ClusterNode:
     async def refresh_nodes(self) -> None:
         """Look up the nodes alive now (``live_nodes``: whose presence counts)."""
         assert self.registry is not None
-        self.live_nodes = {info.node_id for info in await self.registry.nodes() if info.alive}
-        self.live_nodes.add(self.node_id)
+        alive = {info.node_id for info in await self.registry.nodes() if info.alive}
+        alive.add(self.node_id)
+        for gone in self.live_nodes - alive:
+            self._forget_seats_of(gone)
+        self.live_nodes = alive
+
+    def _forget_seats_of(self, node_id: str) -> None:
+        """A node died: its players' connections are gone from the games owned here."""
+        for key in [key for key in self._seats if key[1] == node_id]:
+            seat = self._seats.pop(key)
+            room = self.app.games.live(seat.game_id)
+            if room is not None:
+                self.spawn(room.player_disconnected(seat.seat, seat))
 
     async def _watch_nodes(self) -> None:
         while True:
@@ -460,12 +471,11 @@ class ClusterNode:
         return taken
 
     def _node_dead(self, node_id: str) -> None:
-        """Forget a dead node's connections in the games owned here."""
-        for key in [key for key in self._seats if key[1] == node_id]:
-            seat = self._seats.pop(key)
-            room = self.app.games.live(seat.game_id)
-            if room is not None:
-                self.spawn(room.player_disconnected(seat.seat, seat))
+        """A dead node (claimed by this one): its members go offline, its connections in
+        the games owned here are forgotten, and its games are looked for at once."""
+        self.spawn(self.lobby.reap(node_id))
+        self.spawn(self.sweep())
+        self._forget_seats_of(node_id)
 
     def _drop_seats(self, game_id: str) -> None:
         for key in [key for key in self._seats if key[0] == game_id]:
