@@ -63,7 +63,7 @@ from .bus import UNKNOWN_OP, Bus
 from .config import ClusterSettings
 from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
 from .feeds import Revocations
-from .keys import Keys
+from .keys import Keys, as_str
 from .leases import Leases, LostReason, owner_node, owner_value
 from .lobby import ClusterLobby
 from .nodes import NodeRegistry
@@ -207,6 +207,7 @@ class ClusterNode:
         with contextlib.suppress(RedisError):
             await self.refresh_nodes()
         self.spawn(self._watch_nodes())
+        self.spawn(self.sweep())  # an earlier process of this node's games, at once
         await self.lobby.start()
         await self.revocations.start()
 
@@ -463,7 +464,13 @@ class ClusterNode:
         if not ids:
             return 0
         values = await self.bus.redis.mget([self.keys.lease(g) for g in ids])
-        free = [g for g, value in zip(ids, values, strict=True) if value is None]
+        free = []
+        for game_id, value in zip(ids, values, strict=True):
+            if value is not None and self._predecessor(as_str(value)):
+                await self.leases.break_lease(game_id, as_str(value))
+                value = None
+            if value is None:
+                free.append(game_id)
         random.shuffle(free)
         taken = 0
         for game_id in free[:SWEEP_BATCH]:
@@ -499,6 +506,9 @@ class ClusterNode:
             except RedisError as exc:  # Redis away a moment (restarted, or this node paused)
                 problem = exc
             else:
+                if value is not None and self._predecessor(value):
+                    await self.leases.break_lease(game_id, value)
+                    value = None
                 if value is None and not take:
                     return None
                 if value is None or value == self.leases.owner:
@@ -526,6 +536,11 @@ class ClusterNode:
                 raise p.ProtocolError("the game's node does not answer; try again",
                                       code=p.ErrorCode.INTERNAL_ERROR, game_id=game_id)
             await asyncio.sleep(RETRY_S)
+
+    def _predecessor(self, value: str) -> bool:
+        """Whether a lease is held by an earlier process under this node's id (dead: a
+        node id is one process at a time)."""
+        return value != self.leases.owner and owner_node(value) == self.node_id
 
     async def _ask(self, node: str, op: str, body: dict[str, Any]) -> Any:
         started = time.perf_counter()
