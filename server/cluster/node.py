@@ -169,8 +169,6 @@ class ClusterNode:
         self._reclaiming: dict[str, asyncio.Task[None]] = {}
         # games lost whose connections here do not follow them yet: (room, connections)
         self._orphans: dict[str, tuple[GameRoom, list[Any]]] = {}
-        self._outgoing: list[tuple[str, bytes]] = []
-        self._flushing = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @property
@@ -287,29 +285,12 @@ class ClusterNode:
         return self.leases.holds(game_id)
 
     def publish(self, game_id: str, seq: int, kind: str, frame: bytes) -> None:
-        """Publish a game's event on its channel; a loop turn's go in one pipeline, in
-        order (a failure is logged: the subscribers' gap detection fetches what they
+        """Publish a game's event on its channel, with this event-loop turn's other
+        publishes (a failure is logged: the followers' gap detection fetches what they
         missed)."""
-        self._outgoing.append((self.keys.game_channel(game_id),
-                               msgpack.packb([seq, kind, frame], use_bin_type=True)))
-        if not self._flushing:
-            self._flushing = True
-            self.spawn(self._flush())
-
-    async def _flush(self) -> None:
-        try:
-            while self._outgoing:
-                batch, self._outgoing = self._outgoing, []
-                pipe = self.bus.redis.pipeline(transaction=False)
-                for channel, payload in batch:
-                    pipe.publish(channel, payload)
-                try:
-                    await pipe.execute()
-                    self.stats.published += len(batch)
-                except RedisError as exc:
-                    log.warning("cluster: %d events not published: %s", len(batch), exc)
-        finally:
-            self._flushing = False
+        self.stats.published += 1
+        self.bus.publish_soon(self.keys.game_channel(game_id),
+                              msgpack.packb([seq, kind, frame], use_bin_type=True))
 
     async def confirm(self, game_id: str) -> bool:
         reclaim = self._reclaiming.get(game_id)
