@@ -211,6 +211,52 @@ def _finish(conn: Connection, item: GameFinished, epoch: int) -> bool:
                 last_seq=item.seq, ended_at=item.ended_at)).rowcount == 1
 
 
+_PG_FENCED_MOVES = text("""
+WITH v AS (
+  SELECT * FROM unnest(CAST(:game_ids AS varchar[]), CAST(:epochs AS int[]),
+                       CAST(:plies AS int[]), CAST(:seqs AS int[]), CAST(:moves AS varchar[]),
+                       CAST(:players AS smallint[]), CAST(:ms_used AS bigint[]),
+                       CAST(:clocks AS bigint[]), CAST(:played AS timestamptz[]))
+    AS v(game_id, epoch, ply, seq, move, player, ms_used, clock_ms, played_at)),
+f AS (
+  UPDATE games AS g SET last_seq = GREATEST(g.last_seq, y.seq)
+  FROM (SELECT x.game_id, x.epoch, x.seq
+        FROM (SELECT game_id, epoch, max(seq) AS seq FROM v GROUP BY game_id, epoch) AS x
+        JOIN games AS l ON l.id = x.game_id AND l.epoch = x.epoch AND l.status = 'playing'
+        ORDER BY x.game_id FOR UPDATE OF l) AS y
+  WHERE g.id = y.game_id
+  RETURNING g.id, g.epoch),
+i AS (
+  INSERT INTO moves (game_id, ply, seq, move, player, ms_used, clock_ms, played_at)
+  SELECT v.game_id, v.ply, v.seq, v.move, v.player, v.ms_used, v.clock_ms, v.played_at
+  FROM v JOIN f ON f.id = v.game_id AND f.epoch = v.epoch
+  RETURNING 1)
+SELECT f.id, f.epoch, (SELECT count(*) FROM i) FROM f
+""")
+
+
+def write_fenced_moves(conn: Connection, items: Sequence[Item]) -> Outcomes:
+    """Fenced moves alone, on PostgreSQL: the fence and the INSERT in one statement, which
+    is its own transaction on ``conn`` (autocommit). Raises IntegrityError as
+    ``write_batch`` does (nothing of it was stored)."""
+    moves = cast(Sequence[MovePlayed], items)
+    passed = {(row[0], row[1]) for row in conn.execute(_PG_FENCED_MOVES, {
+        "game_ids": [m.game_id for m in moves], "epochs": [m.epoch for m in moves],
+        "plies": [m.ply for m in moves], "seqs": [m.seq for m in moves],
+        "moves": [m.move for m in moves], "players": [m.player for m in moves],
+        "ms_used": [m.ms_used for m in moves], "clocks": [m.clock_ms for m in moves],
+        "played": [m.played_at for m in moves]})}
+    outcomes: Outcomes = [None] * len(moves)
+    refused: dict[tuple[str, int], StorageError] = {}
+    for index, move in enumerate(moves):
+        key = (move.game_id, cast(int, move.epoch))
+        if key not in passed:
+            if key not in refused:
+                refused[key] = _why_refused(conn, *key)
+            outcomes[index] = refused[key]
+    return outcomes
+
+
 def write_any_batch(conn: Connection, items: Sequence[Item], statements: Statements
                     ) -> Outcomes:
     """``write_batch`` for the items without an epoch, ``write_fenced_blocking`` for those
@@ -339,13 +385,24 @@ class BatchWriter(Protocol):
 
 class CoreWriter:
     """Core statements on the async engine, one transaction a batch (PostgreSQL); items
-    that carry an epoch are fenced (``write_any_batch``)."""
+    that carry an epoch are fenced (``write_any_batch``).
+
+    On PostgreSQL a batch of fenced moves alone (what a cluster node's queue holds most
+    of the time) is one statement in its own transaction (``write_fenced_moves``): one
+    round trip to the server instead of four (BEGIN, the fence, the INSERT, COMMIT).
+    """
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._statements = CoreStatements()
+        self._postgres = engine.dialect.name == "postgresql"
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     async def write(self, items: list[Item]) -> Outcomes:
+        if self._postgres and all(type(item) is MovePlayed and item.epoch is not None
+                                  for item in items):
+            async with self._autocommit.connect() as conn:
+                return await conn.run_sync(write_fenced_moves, items)
         async with self.engine.begin() as conn:
             return await conn.run_sync(write_any_batch, items, self._statements)
 

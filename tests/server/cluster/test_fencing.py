@@ -201,3 +201,27 @@ async def test_the_commit_queue_fences_the_items_that_carry_an_epoch(db: Databas
     assert [(m.ply, m.move) for m in stored.moves] == [(0, "c3"), (1, "d4")]
     assert (stored.info.status, stored.last_seq) == ("over", 4)
     assert [m.ply for m in (await store.get_game(plain_id)).moves] == [0, 1]  # type: ignore
+
+
+async def test_a_batch_of_fenced_moves_alone_is_fenced_per_game(db: Database) -> None:
+    """Moves alone (PostgreSQL writes them in one statement): a stale game's refused, the
+    others' stored, a duplicate ply refused alone."""
+    engine, store, players = await setup(db)
+    games = [new_game_id() for _ in range(3)]
+    async with CommitQueue(CoreWriter(engine)) as queue:
+        for game_id in games:
+            await queue.submit(GameCreated(game_id, "hadron", {"size": 5}, CLOCK, "1",
+                                           players, 1, T0, T0, epoch=0))
+        assert await store.take_over_game(games[1]) == 1
+        outcomes = await asyncio.gather(
+            *(queue.submit(replace(move(game_id, 0, 2), epoch=0)) for game_id in games),
+            queue.submit(replace(move(games[2], 1, 3), epoch=0)), return_exceptions=True)
+        assert [type(o).__name__ for o in outcomes] == ["NoneType", "StaleEpoch",
+                                                        "NoneType", "NoneType"]
+        again = await asyncio.gather(queue.submit(replace(move(games[0], 0, 2), epoch=0)),
+                                     queue.submit(replace(move(games[0], 1, 3), epoch=0)),
+                                     return_exceptions=True)
+        assert type(again[0]).__name__ == "Conflict" and again[1] is None
+    assert [[m.ply for m in (await store.get_game(g)).moves]  # type: ignore[union-attr]
+            for g in games] == [[0, 1], [], [0, 1]]
+    assert [(await epoch_and_seq(engine, g)) for g in games] == [(0, 3), (1, 1), (0, 3)]
