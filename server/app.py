@@ -18,12 +18,14 @@ import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
-from . import memory
+from . import memory, wsio
 from .accounts import Accounts, Passwords
+from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
 from .games import Games
 from .guests import GuestMaker, sweep_guests_forever
@@ -31,6 +33,7 @@ from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
 from .lobby import Lobby
+from .logs import AcceptFailureLog
 from .metrics import Metrics
 from .ratelimit import BucketTable
 from .revocation import enforce_revocations
@@ -38,6 +41,9 @@ from .session import Session
 from .storage import Storage, open_storage, redact_url
 from .tasks import Tasks
 from .wsio import Outbox
+
+if TYPE_CHECKING:
+    from .cluster.node import ClusterNode
 
 log = logging.getLogger(__name__)
 
@@ -55,15 +61,18 @@ class App:
         self.passwords = Passwords(max_queued=settings.hash_queue or None)
         self.guests = GuestMaker(self.store)
         self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
-        self.lobby = Lobby()
+        self.lobby = Lobby(settings)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn)
         self.history = History(self.games, self.store)
-        self.routes = Routes(metrics, settings)
+        self.files = open_files_limit()
+        self.admission = Admission(settings, self.files, metrics.handshakes_cut.inc)
+        self.routes = Routes(metrics, settings, self.admission)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         # an account's budgets over all its connections
         self.account_requests = BucketTable(settings.account_rate, settings.account_burst)
         self.account_chat = BucketTable(settings.chat_rate, settings.chat_burst)
+        self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
 
     async def serve_connection(self, ws: ServerConnection) -> None:
         """The websocket handler: one :class:`Session` for the connection's life."""
@@ -114,15 +123,25 @@ class Running:
 
 
 @asynccontextmanager
-async def running_server(settings: Settings) -> AsyncIterator[Running]:
-    """Open storage (migrating it), restore games, listen; on exit close with 1001."""
+async def running_server(settings: Settings, cluster: ClusterNode | None = None
+                         ) -> AsyncIterator[Running]:
+    """Open storage (migrating it), restore games, listen; on exit close with 1001.
+
+    A cluster node (``cluster``) restores nothing: it takes games over as they need an
+    owner (``server.cluster.node``)."""
     metrics = Metrics()
     async with open_storage(settings.db_url,
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
                             on_commit=metrics.commit_batch.observe) as storage:
         app = App(settings, storage, metrics)
+        loop = asyncio.get_running_loop()
+        accept_log = AcceptFailureLog(settings.accept_error_log_s, metrics.accept_failures.inc)
+        accept_log.install(loop)
         try:
-            await app.games.restore()
+            if cluster is None:
+                await app.games.restore()
+            else:
+                cluster.attach(app)
             async with websockets.serve(
                 app.serve_connection, settings.host, settings.port,
                 process_request=app.routes.respond,
@@ -130,13 +149,15 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
                 close_timeout=settings.close_timeout,
                 max_queue=16, server_header=None, reuse_port=settings.reuse_port,
+                create_connection=wsio.reporting_connection(app.admission.handshakes.accepted),
             ) as ws_server:
                 port = next(iter(ws_server.sockets)).getsockname()[1]
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,
                                                port)
                 log.info("listening", extra={"host": settings.host, "port": port,
                                              "db": redact_url(settings.db_url),
-                                             "games_in_progress": len(app.games)})
+                                             "games_in_progress": len(app.games),
+                                             **describe_caps(app.admission, app.files)})
                 app.tasks.spawn(enforce_revocations(app.store, lambda: app.sessions,
                                                     settings.revocation_poll_s),
                                 name="tessera-revocations")
@@ -148,12 +169,15 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:
+                    if cluster is not None:
+                        await cluster.quiesce()
                     app.games.close()
                     ws_server.close()  # closes every connection with 1001 (going away)
                     await ws_server.wait_closed()
                     await house.stop()
         finally:
             await app.close()
+            accept_log.uninstall(loop)
     log.info("stopped: everything acknowledged is stored")
 
 

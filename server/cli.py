@@ -97,10 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cluster-name", default="default",
                        help="the cluster's name in Redis (default: %(default)s)")
     serve.add_argument("--node-id", help="this node's name in the cluster (default HOST-PID)")
+    serve.add_argument("--lease-ms", type=int, default=5000,
+                       help="how long a node owns its games without confirming it: after a "
+                       "node dies its games are taken over within about this (default: "
+                       "%(default)s)")
     serve.add_argument("--workers", type=int, default=1, help="node processes sharing the port "
                        "(SO_REUSEPORT), supervised (default: 1); above 1 needs --cluster and "
                        "PostgreSQL")
     serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
+    _limit_args(serve)
     serve.set_defaults(serve_parser=serve)
 
     db = sub.add_parser("db", help="database maintenance")
@@ -151,6 +156,86 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_arguments(cluster_sub.add_parser(
         "status", help="list the nodes, their games and their last heartbeat"))
     return parser
+
+
+def _limit_args(serve: argparse.ArgumentParser) -> None:
+    """What strangers can make the server hold (docs/RELIABILITY.md, "Bounded structures")."""
+    d = Settings.__dataclass_fields__
+    lim = serve.add_argument_group(
+        "limits", "what strangers can make the server hold (docs/RELIABILITY.md); a refused "
+        "websocket upgrade gets HTTP 429 (its address is at its cap) or 503 (the server is), "
+        "a connection too slow to start is closed with 4408, a seek or challenge over a cap "
+        "gets the error 'conflict'")
+    lim.add_argument("--hello-timeout", type=float, default=d["hello_timeout_s"].default,
+                     metavar="S", help="close a connection that has not sent hello within S "
+                     "seconds (default: %(default)s)")
+    lim.add_argument("--auth-timeout", type=float, default=d["auth_timeout_s"].default,
+                     metavar="S", help="close a connection not logged in S seconds after it "
+                     "opened, unless it watches a game or the lobby (default: %(default)s)")
+    lim.add_argument("--max-connections-per-address", type=int, metavar="N",
+                     default=d["max_connections_per_address"].default,
+                     help="open websocket connections from one IP address (default: "
+                          "%(default)s)")
+    lim.add_argument("--max-connections", type=int, metavar="N",
+                     help="open websocket connections in all (default and ceiling: the "
+                          "open-files limit, raised to its hard limit at start, less "
+                          "--fd-reserve and --max-handshakes)")
+    lim.add_argument("--fd-reserve", type=int, default=d["fd_reserve"].default, metavar="N",
+                     help="files kept free of websockets, for the database, logs, /healthz "
+                          "and /metrics (default: %(default)s)")
+    lim.add_argument("--max-handshakes", type=int, default=d["max_handshakes"].default,
+                     metavar="N", help="connections waiting for their HTTP request; "
+                     "beyond, the oldest is cut once silent for a second, or at once when "
+                     "the files run short (default: %(default)s)")
+    lim.add_argument("--accept-log-interval", type=float, metavar="S",
+                     default=d["accept_error_log_s"].default,
+                     help="log connections that could not be accepted (out of files) at most "
+                          "once per S seconds, with their count (default: %(default)s)")
+    lim.add_argument("--max-open-seeks", type=int, default=d["max_open_seeks"].default,
+                     metavar="N", help="open seeks per account (default: %(default)s)")
+    lim.add_argument("--max-seeks-per-address", type=int, metavar="N",
+                     default=d["max_seeks_per_address"].default,
+                     help="open seeks from one IP address (default: %(default)s)")
+    lim.add_argument("--max-seeks", type=int, default=d["max_seeks"].default, metavar="N",
+                     help="open seeks in all (default: %(default)s)")
+    lim.add_argument("--lobby-seeks-shown", type=int, metavar="N",
+                     default=d["lobby_seeks_shown"].default,
+                     help="seeks a lobby reply lists, the oldest; it counts the rest "
+                          "(default: %(default)s)")
+    lim.add_argument("--lobby-players-shown", type=int, metavar="N",
+                     default=d["lobby_players_shown"].default,
+                     help="players a lobby reply lists; it counts the rest (default: "
+                          "%(default)s)")
+    lim.add_argument("--max-challenges-per-target", type=int, metavar="N",
+                     default=d["max_challenges_per_target"].default,
+                     help="pending challenges to one user (default: %(default)s)")
+    lim.add_argument("--max-challenges-per-challenger", type=int, metavar="N",
+                     default=d["max_challenges_per_challenger"].default,
+                     help="pending challenges from one user (default: %(default)s)")
+    lim.add_argument("--max-games-per-user", type=int, metavar="N",
+                     default=d["max_games_per_user"].default,
+                     help="games in progress per account; more are refused (default: "
+                          "%(default)s)")
+    lim.add_argument("--max-watched", type=int, metavar="N",
+                     default=d["max_watched_per_connection"].default,
+                     help="games one connection may watch at once (default: %(default)s)")
+
+
+def limit_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The :class:`Settings` fields ``_limit_args`` sets."""
+    return {"hello_timeout_s": args.hello_timeout, "auth_timeout_s": args.auth_timeout,
+            "max_connections_per_address": args.max_connections_per_address,
+            "max_connections": args.max_connections, "fd_reserve": args.fd_reserve,
+            "max_handshakes": args.max_handshakes,
+            "accept_error_log_s": args.accept_log_interval,
+            "max_open_seeks": args.max_open_seeks,
+            "max_seeks_per_address": args.max_seeks_per_address,
+            "max_seeks": args.max_seeks, "lobby_seeks_shown": args.lobby_seeks_shown,
+            "lobby_players_shown": args.lobby_players_shown,
+            "max_challenges_per_target": args.max_challenges_per_target,
+            "max_challenges_per_challenger": args.max_challenges_per_challenger,
+            "max_games_per_user": args.max_games_per_user,
+            "max_watched_per_connection": args.max_watched}
 
 
 def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -218,7 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             login_lockout_max_s=min(args.lockout_max, 900.0),
                             guest_ttl_s=args.guest_ttl,
                             guest_sweep_interval_s=args.guest_sweep_every,
-                            house_bots=[b for b in args.house_bots.split(",") if b.strip()])
+                            house_bots=[b for b in args.house_bots.split(",") if b.strip()],
+                            **limit_settings(args))  # type: ignore[arg-type]
         raise_fd_limit()
         with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
             if args.cluster:
@@ -226,7 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 runner.run(run_node(settings, cluster_config.ClusterSettings(
                     args.cluster, args.cluster_name, args.node_id or
-                    cluster_config.default_node_id()), args.ready_file))
+                    cluster_config.default_node_id(), lease_ms=args.lease_ms),
+                    args.ready_file))
             else:
                 runner.run(run_server(settings, args.ready_file))
         return 0

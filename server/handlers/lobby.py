@@ -1,7 +1,8 @@
 """The lobby: subscribing, seeks (paired automatically or accepted), direct challenges.
 
 Events go before replies: whoever starts a game by a request gets ``game_started`` (and
-``seek_taken`` for a seek of theirs) before the request's reply.
+``seek_taken`` for a seek of theirs) before the request's reply. A cluster node keeps its
+offers in Redis and serves these requests with ``server.cluster.lobby``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 import protocol as p
 
 from ..lobby import Member, Offer
+from ..ratelimit import address_key
 from ..rooms import GameRoom, Player
 
 if TYPE_CHECKING:
@@ -19,10 +21,13 @@ if TYPE_CHECKING:
 
 
 async def on_lobby_subscribe(s: Session, m: p.LobbySubscribe) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.subscribe(s, m)
     lobby = s.app.lobby
     lobby.subscribers.add(s)
-    return p.Lobby(id=m.id, seeks=lobby.open_seeks(),
-                   players=tuple(member.wire() for member in lobby.members.values()))
+    view = lobby.view()  # within the protocol's limits, however full the lobby
+    return p.Lobby(id=m.id, seeks=view.seeks, players=view.players,
+                   more_seeks=view.more_seeks or None, more_players=view.more_players or None)
 
 
 async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMessage:
@@ -31,8 +36,12 @@ async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMes
 
 
 async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.seek(s, m)
     offer = Offer(m.game, dict(m.options), m.clock)
-    seek_id, partner = s.app.lobby.add_seek(s.me(), offer)
+    check_can_play(s, s.me())
+    seek_id, partner = s.app.lobby.add_seek(s.me(), offer, address_key(s.peer),
+                                            lambda member: can_play(s, member))
     if partner is not None:  # paired at once: game_started, seek_taken, then seek_created
         room = await start_game(s, offer, _shuffled(partner.owner, s.me()))
         _seek_taken(partner.owner, partner.seek_id, room)
@@ -41,12 +50,19 @@ async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
 
 
 async def on_cancel_seek(s: Session, m: p.CancelSeek) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.cancel_seek(s, m)
     s.app.lobby.cancel_seek(m.seek_id, s.me())
     return p.Ok(id=m.id)
 
 
 async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.accept_seek(s, m)
     lobby = s.app.lobby
+    check_can_play(s, s.me())
+    if (open_seek := lobby.seeks.get(m.seek_id)) is not None:
+        check_can_play(s, open_seek.owner)  # the seek stays open if its owner cannot play
     entry = lobby.take_seek(m.seek_id, s.me())
     try:  # game_started, seek_taken (to its owner), seek_removed (lobby), then ok
         room = await start_game(s, entry.offer, _shuffled(entry.owner, s.me()))
@@ -57,10 +73,14 @@ async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
 
 
 async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.challenge(s, m)
     lobby = s.app.lobby
     target = lobby.by_name(m.to)
     if target is None:
         raise p.ProtocolError(f"{m.to} is not online", code=p.ErrorCode.NOT_FOUND)
+    check_can_play(s, s.me())
+    check_can_play(s, target)
     entry = lobby.add_challenge(s.me(), target, Offer(m.game, dict(m.options), m.clock),
                                 m.color)
     target.send(p.event_frame(p.ChallengeReceived(
@@ -70,8 +90,12 @@ async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
 
 
 async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.accept_challenge(s, m)
     lobby = s.app.lobby
     entry = lobby.pending(m.challenge_id, s.me(), as_target=True)
+    check_can_play(s, entry.target)
+    check_can_play(s, entry.challenger)
     lobby.take_challenge(entry)
     seats = [entry.challenger, entry.target]
     if entry.color == "random":
@@ -88,6 +112,8 @@ async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessa
 
 
 async def on_decline_challenge(s: Session, m: p.DeclineChallenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.decline_challenge(s, m)
     lobby = s.app.lobby
     lobby.end_challenge(lobby.pending(m.challenge_id, s.me(), as_target=True), "declined",
                         m.message)
@@ -95,6 +121,8 @@ async def on_decline_challenge(s: Session, m: p.DeclineChallenge) -> p.ServerMes
 
 
 async def on_cancel_challenge(s: Session, m: p.CancelChallenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.cancel_challenge(s, m)
     lobby = s.app.lobby
     lobby.end_challenge(lobby.pending(m.challenge_id, s.me(), as_target=False), "cancelled")
     return p.Ok(id=m.id)
@@ -106,6 +134,20 @@ async def start_game(s: Session, offer: Offer, members: tuple[Member, Member]) -
                Player(members[1].user_id, members[1].name, members[1].kind))
     return await s.app.games.start(offer.game, offer.options, offer.clock, players,
                                    [list(member.sessions) for member in members])
+
+
+def can_play(s: Session, member: Member) -> bool:
+    """Whether ``member`` may start one game more (``max_games_per_user``)."""
+    return s.app.games.playing(member.user_id) < s.app.settings.max_games_per_user
+
+
+def check_can_play(s: Session, member: Member) -> None:
+    """``conflict`` if ``member`` has as many games in progress as anyone may."""
+    if not can_play(s, member):
+        cap = s.app.settings.max_games_per_user
+        who = "you have" if member is s.member else f"{member.name} has"
+        raise p.ProtocolError(f"{who} {cap} games in progress, the most allowed",
+                              code=p.ErrorCode.CONFLICT)
 
 
 def _shuffled(a: Member, b: Member) -> tuple[Member, Member]:

@@ -1,4 +1,7 @@
-"""Watching and resuming games: watch, unwatch, resume."""
+"""Watching and resuming games: watch, unwatch, resume.
+
+On a cluster node a game run by another node is followed through this node's relay of it
+(``ClusterNode.follow``), which answers the request itself."""
 
 from __future__ import annotations
 
@@ -10,10 +13,15 @@ if TYPE_CHECKING:
     from ..session import Session
 
 
-async def on_watch(s: Session, m: p.Watch) -> p.ServerMessage:
+async def on_watch(s: Session, m: p.Watch) -> p.ServerMessage | None:
     room = s.app.games.live(m.game_id)
+    if room is None and s.app.cluster is not None and await s.app.cluster.follow(
+            s, m.game_id, m.id, None, as_player=False):
+        return None
+    room = room or s.app.games.live(m.game_id)
     if room is not None:
         async with room.lock:
+            s.check_can_watch(room)
             room.subscribe(s)
             s.rooms[room.game_id] = room
             return p.GameState(id=m.id, game=room.snapshot())
@@ -28,13 +36,19 @@ async def on_unwatch(s: Session, m: p.Unwatch) -> p.ServerMessage:
     return p.Ok(id=m.id)
 
 
-async def on_resume(s: Session, m: p.Resume) -> p.ServerMessage:
+async def on_resume(s: Session, m: p.Resume) -> p.ServerMessage | None:
     room = s.app.games.live(m.game_id)
+    if room is None and s.app.cluster is not None and await s.app.cluster.follow(
+            s, m.game_id, m.id, m.since_seq, as_player=True):
+        return None
+    room = room or s.app.games.live(m.game_id)
     if room is None:
         # finished (or unknown): the stored record is the whole truth
         return p.GameState(id=m.id, game=await s.app.history.stored_snapshot(m.game_id))
     async with room.lock:
         attach = m.game_id not in s.rooms
+        if attach:
+            s.check_can_watch(room)
         frames = room.events_since(m.since_seq) if m.since_seq else None
         if frames is None:  # the whole game, opponent_back included
             if attach:
