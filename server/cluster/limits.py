@@ -7,7 +7,7 @@ per subject, refilled and taken from in one script on Redis's own clock (so node
 clocks differ share it fairly), and it expires once it would be full again anyway.
 
 ``AccountLimits`` is the interface; ``MemoryTokenBuckets`` is a lone server's (a
-``TokenBucket`` per subject, as ``server/app.py`` keeps today).
+``BucketTable``, as ``server/app.py`` keeps today).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Protocol
 
 import redis.asyncio as aioredis
 
-from server.ratelimit import TokenBucket
+from server.ratelimit import BucketTable
 
 from .keys import Keys
 
@@ -63,15 +63,12 @@ class RedisTokenBuckets:
 
 
 class MemoryTokenBuckets:
-    """Token buckets of one process: a ``TokenBucket`` per subject."""
+    """Token buckets of one process: a ``BucketTable``, which forgets idle subjects."""
 
     def __init__(self, rate: float, burst: float) -> None:
         self.rate = rate
         self.burst = burst
-        self._buckets: dict[str | int, TokenBucket] = {}
+        self._buckets = BucketTable(rate, burst)
 
     async def take(self, subject: str | int) -> float:
-        bucket = self._buckets.get(subject)
-        if bucket is None:
-            bucket = self._buckets[subject] = TokenBucket(self.rate, self.burst)
-        return bucket.take()
+        return self._buckets.take(subject)
