@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
+from . import memory
 from .accounts import Accounts, Passwords
 from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
@@ -87,9 +88,12 @@ class App:
         return sum(table.sweep(now) for table in tables if table is not None)
 
     async def sweep_idle_forever(self, interval_s: float = IDLE_SWEEP_S) -> None:
+        """Every ``interval_s``: :meth:`sweep_idle`, then hand the free memory back to the
+        system (in a thread: ``memory.give_back``)."""
         while True:
             await asyncio.sleep(interval_s)
             self.sweep_idle()
+            await asyncio.to_thread(memory.give_back)
 
     def online_user_ids(self) -> set[int]:
         """The accounts connected to this server now."""

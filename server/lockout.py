@@ -93,12 +93,11 @@ class Lockout:
     def sweep(self, now: float | None = None) -> int:
         """Forget the pairs with no lock left and no failure for FORGET_AFTER_S; how many."""
         now = time.monotonic() if now is None else now
-        stale = [key for key, entry in self._pairs.items()
-                 if entry.locked_until <= now and now - entry.last >= FORGET_AFTER_S]
-        for key in stale:
-            del self._pairs[key]
+        before = len(self._pairs)
+        self._pairs = {key: entry for key, entry in self._pairs.items()  # a new, smaller dict
+                       if entry.locked_until > now or now - entry.last < FORGET_AFTER_S}
         self._next_sweep = max(self.MIN_SWEEP, 2 * len(self._pairs))
-        return len(stale)
+        return before - len(self._pairs)
 
     def __len__(self) -> int:
         return len(self._pairs)

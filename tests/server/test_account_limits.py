@@ -11,6 +11,7 @@ import asyncio
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from sqlalchemy import text
 
 import protocol as p
 from clients.connection import Connection, ServerError
+from server import memory
 from server.guests import sweep_guests
 from server.lockout import LOCKOUT_CEILING_S, Lockout
 from server.ratelimit import BucketTable, address_key
@@ -228,9 +230,9 @@ def test_buckets_are_evicted_when_idle() -> None:
     assert len(table) == 1  # the sweep on growth dropped the idle ones
     for account in range(5_000):
         table.take(account, now=10.0)
-    assert table.sweep(now=11.0) == 0  # none idle yet ("late" went as the table grew)
+    assert table.sweep(now=10.01) == 0  # each owes a token for 1/40 s ("late" went)
     assert len(table) == 5_000
-    assert table.sweep(now=12.0) == 5_000
+    assert table.sweep(now=10.03) == 5_000
     assert len(table) == 0
 
 
@@ -352,3 +354,37 @@ async def test_serve_flags_set_the_limits_and_admin_sweeps_guests(
                            capture_output=True, text=True, timeout=60, check=False)
     assert swept.returncode == 0, swept.stderr
     assert swept.stdout.strip() == "deleted 2 of 2 guests"
+
+
+def test_a_bucket_that_gave_one_token_goes_once_that_token_is_back() -> None:
+    """Not after the time to refill a whole burst: an address that made one guest (20 a
+    burst, one a minute) is forgotten a minute later, not twenty."""
+    table = BucketTable(rate=1 / 60, burst=20)
+    for address in range(2_000):
+        table.take(address, now=0.0)
+    table.take("busy", now=0.0)
+    for _ in range(5):
+        table.take("busy", now=30.0)
+    assert table.sweep(now=59.0) == 0
+    assert table.sweep(now=61.0) == 2_000  # "busy" owes 5 tokens: five minutes more
+    assert len(table) == 1
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(memory._malloc_trim() is None, reason="glibc's malloc_trim only")
+def test_freed_memory_goes_back_to_the_system() -> None:
+    """What a flood left, once freed, is handed back: 100 MiB of small blocks freed
+    around a few survivors (so malloc cannot shrink its heap by itself)."""
+    blocks = [bytes(2000) + i.to_bytes(4, "little") for i in range(50_000)]
+    survivors = blocks[::50]
+    del blocks
+    freed = _rss_mib()
+    assert memory.give_back()
+    assert _rss_mib() < freed - 50, (freed, _rss_mib())
+    assert len(survivors) == 1_000

@@ -17,8 +17,9 @@ and reports, per case: what the requests got, the server's RSS (MiB) before, rig
 the flood and after the sweeps, and the ``users`` rows. "After the sweeps" means: the
 guests are swept by ``python -m server admin sweep-guests --older-than 0`` (the function
 the server runs every ``--guest-sweep-every``; the flood's guests are all disconnected by
-then), and the server's own sweep of idle rate-limit buckets has run (every 60 s; the tool
-waits ``--settle`` seconds for it).
+then), and the server's own sweep of idle rate-limit buckets has run twice (every 60 s,
+followed by handing the free memory back to the system; the tool waits ``--settle``
+seconds, 130 by default, sampling the RSS every 10 s).
 """
 
 from __future__ import annotations
@@ -101,12 +102,16 @@ def run_case(case: str, count: int, concurrency: int, settle: float, workdir: Pa
         swept = subprocess.run([sys.executable, "-m", "server", "admin", "sweep-guests",
                                 "--older-than", "0", "--db", db_url],
                                capture_output=True, text=True, check=True, timeout=600)
-        time.sleep(settle)
+        timeline = []  # RSS every 10 s after the guest sweep: the server's own sweeps run
+        for _ in range(int(settle // 10)):
+            time.sleep(10)
+            timeline.append(round(server.rss_mb(), 1))
         return {
             "case": case, "logins": count, "seconds": round(seconds, 1),
             "per_s": round(count / seconds), "replies": dict(got),
             "rss_mib": {"before": round(rss_before, 1), "after_flood": round(rss_flood, 1),
-                        "after_sweeps": round(server.rss_mb(), 1)},
+                        "after_sweeps": round(server.rss_mb(), 1),
+                        "every_10_s_after_the_guest_sweep": timeline},
             "users": {"after_flood": rows_flood, "after_sweep": users(db)},
             "sweep": swept.stdout.strip(),
         }
@@ -121,8 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="source", choices=["many", "one", "both"],
                         default="both", help="addresses: one each, or all from 127.0.0.1")
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--settle", type=float, default=65.0,
-                        help="seconds to wait after the sweep (the idle sweep runs every 60)")
+    parser.add_argument("--settle", type=float, default=130.0,
+                        help="seconds to wait after the guest sweep: the server's sweep of "
+                             "idle buckets runs every 60 s and drops a bucket a minute after "
+                             "its last use, so two of its runs")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     raise_fd_limit()
