@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
-from . import memory
+from . import memory, wsio
 from .accounts import Accounts, Passwords
 from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
@@ -61,7 +61,7 @@ class App:
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn)
         self.history = History(self.games, self.store)
         self.files = open_files_limit()
-        self.admission = Admission(settings, self.files)
+        self.admission = Admission(settings, self.files, metrics.handshakes_cut.inc)
         self.routes = Routes(metrics, settings, self.admission)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
@@ -137,6 +137,7 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
                 close_timeout=settings.close_timeout,
                 max_queue=16, server_header=None, reuse_port=settings.reuse_port,
+                create_connection=wsio.reporting_connection(app.admission.handshakes.accepted),
             ) as ws_server:
                 port = next(iter(ws_server.sockets)).getsockname()[1]
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,

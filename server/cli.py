@@ -175,10 +175,13 @@ def _limit_args(serve: argparse.ArgumentParser) -> None:
     lim.add_argument("--max-connections", type=int, metavar="N",
                      help="open websocket connections in all (default and ceiling: the "
                           "open-files limit, raised to its hard limit at start, less "
-                          "--fd-reserve)")
+                          "--fd-reserve and --max-handshakes)")
     lim.add_argument("--fd-reserve", type=int, default=d["fd_reserve"].default, metavar="N",
-                     help="files kept free of websockets, for the database, logs, handshakes, "
-                          "/healthz and /metrics (default: %(default)s)")
+                     help="files kept free of websockets, for the database, logs, /healthz "
+                          "and /metrics (default: %(default)s)")
+    lim.add_argument("--max-handshakes", type=int, default=d["max_handshakes"].default,
+                     metavar="N", help="connections accepted that have not sent their HTTP "
+                     "request yet; one more cuts the oldest (default: %(default)s)")
     lim.add_argument("--accept-log-interval", type=float, metavar="S",
                      default=d["accept_error_log_s"].default,
                      help="log connections that could not be accepted (out of files) at most "
@@ -208,6 +211,9 @@ def _limit_args(serve: argparse.ArgumentParser) -> None:
                      default=d["max_games_per_user"].default,
                      help="games in progress per account; more are refused (default: "
                           "%(default)s)")
+    lim.add_argument("--max-watched", type=int, metavar="N",
+                     default=d["max_watched_per_connection"].default,
+                     help="games one connection may watch at once (default: %(default)s)")
 
 
 def limit_settings(args: argparse.Namespace) -> dict[str, object]:
@@ -215,6 +221,7 @@ def limit_settings(args: argparse.Namespace) -> dict[str, object]:
     return {"hello_timeout_s": args.hello_timeout, "auth_timeout_s": args.auth_timeout,
             "max_connections_per_address": args.max_connections_per_address,
             "max_connections": args.max_connections, "fd_reserve": args.fd_reserve,
+            "max_handshakes": args.max_handshakes,
             "accept_error_log_s": args.accept_log_interval,
             "max_open_seeks": args.max_open_seeks,
             "max_seeks_per_address": args.max_seeks_per_address,
@@ -222,7 +229,8 @@ def limit_settings(args: argparse.Namespace) -> dict[str, object]:
             "lobby_players_shown": args.lobby_players_shown,
             "max_challenges_per_target": args.max_challenges_per_target,
             "max_challenges_per_challenger": args.max_challenges_per_challenger,
-            "max_games_per_user": args.max_games_per_user}
+            "max_games_per_user": args.max_games_per_user,
+            "max_watched_per_connection": args.max_watched}
 
 
 def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:

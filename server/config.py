@@ -69,7 +69,12 @@ class Settings:
     max_connections_per_address: int = 256  # open websockets from one address
     # open websockets in all; None: the open-files limit less ``fd_reserve``
     max_connections: int | None = None
-    fd_reserve: int = 128  # files kept for the database, logs, /healthz, /metrics, handshakes
+    # files kept for the database, logs, /healthz, /metrics, and bursts of accepts (asyncio
+    # accepts up to 100 sockets at once; the cut ones are closed a loop turn or two later)
+    fd_reserve: int = 256
+    # connections accepted that have not sent their HTTP request yet; over it, the oldest is
+    # cut (files for them are kept too: the total cap is the limit less both)
+    max_handshakes: int = 256
     accept_error_log_s: float = 10.0  # accept failures (out of files) logged this often
     max_open_seeks: int = 5  # per account
     max_seeks_per_address: int = 50
@@ -79,3 +84,4 @@ class Settings:
     max_challenges_per_target: int = 50  # pending challenges to one user
     max_challenges_per_challenger: int = 10  # pending challenges from one user
     max_games_per_user: int = 100  # games in progress per account
+    max_watched_per_connection: int = 100  # games one connection watches (not its own)

@@ -32,6 +32,7 @@ class Routes:
         self._admission = admission
 
     def respond(self, connection: ServerConnection, request: Request) -> Response | None:
+        self._admission.handshakes.requested(connection)
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
             return connection.respond(HTTPStatus.OK, "ok\n")

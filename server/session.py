@@ -228,6 +228,21 @@ class Session:
         assert self.user is not None
         return self.user.id
 
+    def check_can_watch(self, room: GameRoom) -> None:
+        """``conflict`` if attaching to ``room`` as a spectator would make this connection
+        watch more than ``max_watched_per_connection`` games (its own games do not count)."""
+        if room.game_id in self.rooms or self._seat_in(room) is not None:
+            return
+        cap = self.app.settings.max_watched_per_connection
+        watched = sum(self._seat_in(r) is None for r in self.rooms.values())
+        if watched >= cap:
+            raise p.ProtocolError(f"you watch {cap} games already, the most allowed: "
+                                  "unwatch one first", code=p.ErrorCode.CONFLICT,
+                                  game_id=room.game_id)
+
+    def _seat_in(self, room: GameRoom) -> int | None:
+        return room.seat_of(self.user.id) if self.user else None
+
     async def joined_game(self, room: GameRoom) -> None:
         """Called when a game starts with this session's user in it."""
         seat = room.seat_of(self.uid())

@@ -51,9 +51,8 @@ async def on_cancel_seek(s: Session, m: p.CancelSeek) -> p.ServerMessage:
 async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
     lobby = s.app.lobby
     check_can_play(s, s.me())
-    owner = lobby.seeks[m.seek_id].owner if m.seek_id in lobby.seeks else None
-    if owner is not None:
-        check_can_play(s, owner)
+    if (open_seek := lobby.seeks.get(m.seek_id)) is not None:
+        check_can_play(s, open_seek.owner)  # the seek stays open if its owner cannot play
     entry = lobby.take_seek(m.seek_id, s.me())
     try:  # game_started, seek_taken (to its owner), seek_removed (lobby), then ok
         room = await start_game(s, entry.offer, _shuffled(entry.owner, s.me()))

@@ -86,6 +86,10 @@ async def test_connections_over_the_per_address_cap_get_429(serve: Serve) -> Non
         assert await http_get(live.http_port, "/healthz") == (200, "ok\n")
         _, body = await http_get(live.http_port, "/metrics")
         assert metric(body, 'tessera_connections_refused_total{why="address"}') == 1
+        # another address is not held back by this one's connections
+        other = await websockets.connect(live.url, local_addr=("127.0.0.2", 0))
+        assert other.remote_address is not None
+        await other.close()
         # a connection closed gives its place back (once the server has seen it go)
         await held.pop().close()
         conn = await _connect_when_admitted(live.url)
@@ -173,7 +177,8 @@ async def test_serve_raises_its_open_files_limit_and_caps_connections_below_it(
         pytest.skip("the limit is the process's, whatever the database")
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     hard = min(hard, 4096)
-    proc, ready, log = _server(database.url, tmp_path, (200, hard), "--fd-reserve", "100")
+    proc, ready, log = _server(database.url, tmp_path, (200, hard), "--fd-reserve", "100",
+                               "--max-handshakes", "50")
     try:
         await _port(proc, ready, log)
         limits = Path(f"/proc/{proc.pid}/limits").read_text()
@@ -181,7 +186,7 @@ async def test_serve_raises_its_open_files_limit_and_caps_connections_below_it(
         assert line.split()[3:5] == [str(hard), str(hard)], line  # soft raised to hard
         [listening] = [x for x in _json_lines(log) if x.get("msg") == "listening"]
         assert listening["open_files_limit"] == hard
-        assert listening["max_connections"] == hard - 100
+        assert listening["max_connections"] == hard - 100 - 50
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)
@@ -195,7 +200,8 @@ async def test_accept_failures_are_logged_once_per_interval_with_a_count(
         pytest.skip("the limit is the process's, whatever the database")
     files = 160
     proc, ready, log = _server(database.url, tmp_path, (files, files),
-                               "--accept-log-interval", "60", "--fd-reserve", "20")
+                               "--accept-log-interval", "60", "--fd-reserve", "20",
+                               "--max-handshakes", "1000")  # none cut: the files run out
     sockets: list[socket.socket] = []
     try:
         port = await _port(proc, ready, log)
@@ -237,6 +243,39 @@ async def test_accept_failures_are_logged_once_per_interval_with_a_count(
         "cannot accept connections")]
     assert len(logged) == 2, log.read_text()[-3000:]  # the rest counted on the way out
     assert logged[1]["failures"] == failures - 1
+
+
+async def test_silent_sockets_beyond_max_handshakes_cut_the_oldest_and_health_answers(
+        database: TestDatabase, tmp_path: Path) -> None:
+    """Raw TCP connections that never send a request, more than the server has files for:
+    the oldest waiting is cut for each one over ``max_handshakes``, so the files never run
+    out and /healthz answers while they are all still open on this side."""
+    if database.backend != "sqlite":
+        pytest.skip("the limit is the process's, whatever the database")
+    # asyncio accepts up to 100 sockets in one go, and hands them over (where they can be
+    # cut) and closes the cut ones a loop turn or two later: the files must hold the
+    # server's own, the handshakes and a few such bursts (the reserve is for them)
+    files, handshakes = 600, 10
+    proc, ready, log = _server(database.url, tmp_path, (files, files), "--fd-reserve", "400",
+                               "--max-handshakes", str(handshakes))
+    sockets: list[socket.socket] = []
+    try:
+        port = await _port(proc, ready, log)
+        for _ in range(files + 40):
+            sockets.append(socket.create_connection(("127.0.0.1", port)))
+        assert await http_get(port, "/healthz") == (200, "ok\n")
+        _, body = await http_get(port, "/metrics")
+        assert metric(body, "tessera_handshakes_cut_total") >= files + 40 - handshakes - 2
+        assert metric(body, "tessera_accept_failures_total") == 0
+        conn = await Connection.open(f"ws://127.0.0.1:{port}/ws")  # and a real client too
+        assert isinstance(await conn.call(p.Ping), p.Pong)
+        await conn.close()
+    finally:
+        for s in sockets:
+            s.close()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+    assert "cannot accept" not in log.read_text()
 
 
 # -- seeks -----------------------------------------------------------------------------------------
@@ -412,3 +451,32 @@ async def test_games_in_progress_are_capped_per_user(serve: Serve) -> None:
         refused = await c.refused(p.AcceptSeek, seek_id=b_seek.seek_id)
         assert refused.code == p.ErrorCode.CONFLICT
         assert len(live.running.app.games) == 2
+
+
+async def test_games_watched_are_capped_per_connection(serve: Serve) -> None:
+    async with serve(max_watched_per_connection=2) as live:
+        guests = [await live.clients.guest() for _ in range(6)]
+        games = [await start_game(guests[i], guests[i + 1], "hadron") for i in (0, 2, 4)]
+        spectator = await live.clients.connect()
+        for game in games[:2]:
+            await game.watch(spectator)
+        refused = None
+        try:
+            await spectator.call(p.Watch, game_id=games[2].game_id)
+        except ServerError as e:
+            refused = e
+        assert refused is not None and refused.code == p.ErrorCode.CONFLICT
+        try:
+            await spectator.call(p.Resume, game_id=games[2].game_id, since_seq=0)
+            raise AssertionError("resume attached a third game")
+        except ServerError as e:
+            assert e.code == p.ErrorCode.CONFLICT
+        await games[0].watch(spectator)  # again: a fresh snapshot, no new place taken
+        await spectator.call(p.Unwatch, game_id=games[0].game_id)
+        await games[2].watch(spectator)  # a place again
+        # a player's own games do not count against it
+        player = guests[0]
+        for game in games[1:]:
+            await game.watch(player.conn)
+        assert isinstance(await player.call(p.Resume, game_id=games[0].game_id,
+                                            since_seq=0), p.GameState)
