@@ -180,8 +180,9 @@ def _limit_args(serve: argparse.ArgumentParser) -> None:
                      help="files kept free of websockets, for the database, logs, /healthz "
                           "and /metrics (default: %(default)s)")
     lim.add_argument("--max-handshakes", type=int, default=d["max_handshakes"].default,
-                     metavar="N", help="connections accepted that have not sent their HTTP "
-                     "request yet; one more cuts the oldest (default: %(default)s)")
+                     metavar="N", help="connections waiting for their HTTP request; "
+                     "beyond, the oldest is cut once silent for a second, or at once when "
+                     "the files run short (default: %(default)s)")
     lim.add_argument("--accept-log-interval", type=float, metavar="S",
                      default=d["accept_error_log_s"].default,
                      help="log connections that could not be accepted (out of files) at most "

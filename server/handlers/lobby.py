@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import protocol as p
 
 from ..lobby import Member, Offer
+from ..ratelimit import address_key
 from ..rooms import GameRoom, Player
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMes
 async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
     offer = Offer(m.game, dict(m.options), m.clock)
     check_can_play(s, s.me())
-    seek_id, partner = s.app.lobby.add_seek(s.me(), offer, s.peer,
+    seek_id, partner = s.app.lobby.add_seek(s.me(), offer, address_key(s.peer),
                                             lambda member: can_play(s, member))
     if partner is not None:  # paired at once: game_started, seek_taken, then seek_created
         room = await start_game(s, offer, _shuffled(partner.owner, s.me()))
