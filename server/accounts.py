@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import heapq
+import itertools
 import os
 import secrets
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -58,8 +61,9 @@ class Passwords:
     takes longer, so fewer wait), though always one per thread: one more raises
     :class:`HashQueueFull` at once, with the time the queue needs to drain. A ``priority``
     hash (a login from an address the account logged in from before) may go ``reserve``
-    past the bound, so strangers filling the queue do not keep the owner out. ``close()``
-    stops the pool (the server does, on its way out).
+    past the bound and goes ahead of the others, so strangers filling the queue neither
+    keep the owner out nor make them wait behind everything queued. ``close()`` stops the
+    pool (the server does, on its way out).
     """
 
     def __init__(self, threads: int | None = None, max_queued: int | None = None,
@@ -76,6 +80,10 @@ class Passwords:
         self.hash_s = 0.25  # a hash's duration, measured (a moving average)
         self._pool = ThreadPoolExecutor(max_workers=self.threads,
                                         thread_name_prefix="tessera-argon2")
+        # waiting hashes, priority first, then in order; at most ``threads`` in the pool
+        self._waiting: list[tuple[int, int, Callable[[], Any], asyncio.Future[Any]]] = []
+        self._order = itertools.count()
+        self._running = 0
         self._dummy: str | None = None
 
     def retry_after_s(self) -> float:
@@ -105,10 +113,36 @@ class Passwords:
             finally:
                 self.hash_s += (time.perf_counter() - started - self.hash_s) / 8
 
+        loop = asyncio.get_running_loop()
+        result: asyncio.Future[T] = loop.create_future()
+        heapq.heappush(self._waiting, (0 if priority else 1, next(self._order), timed, result))
+        self._start_next(loop)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, timed)
+            return await result
         finally:
             self.queued -= 1
+
+    def _start_next(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand waiting hashes to the pool while a thread is free, priority first."""
+        while self._running < self.threads and self._waiting:
+            _, _, work, result = heapq.heappop(self._waiting)
+            if result.done():  # its caller went away while it waited
+                continue
+            self._running += 1
+            loop.run_in_executor(self._pool, work).add_done_callback(
+                functools.partial(self._finished, loop, result))
+
+    def _finished(self, loop: asyncio.AbstractEventLoop, result: asyncio.Future[Any],
+                  done: asyncio.Future[Any]) -> None:
+        self._running -= 1
+        if not result.done():
+            if done.cancelled():
+                result.cancel()
+            elif (error := done.exception()) is not None:
+                result.set_exception(error)
+            else:
+                result.set_result(done.result())
+        self._start_next(loop)
 
     async def hash(self, password: str) -> str:
         return await self._run(lambda: self._hasher.hash(password))
@@ -135,6 +169,9 @@ class Passwords:
         return self._hasher.check_needs_rehash(password_hash)
 
     def close(self) -> None:
+        for _, _, _, result in self._waiting:
+            result.cancel()
+        self._waiting.clear()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 

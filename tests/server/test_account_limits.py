@@ -443,3 +443,23 @@ async def test_the_owner_from_a_known_address_gets_through_a_login_flood(serve: 
             await asyncio.gather(*flooding)
         assert owner == [("authed", None)] * 3, owner
         assert "rate_limited" in got and "invalid_credentials" in got
+
+
+async def test_a_priority_hash_goes_ahead_of_those_waiting() -> None:
+    passwords = Passwords(threads=1)
+    finished: list[str] = []
+    try:
+        stored = await passwords.hash(PASSWORD)
+
+        async def check(label: str, priority: bool = False) -> None:
+            await passwords.verify(stored, PASSWORD, priority=priority)
+            finished.append(label)
+
+        running = asyncio.ensure_future(check("running"))
+        await asyncio.sleep(0)  # in the pool's one thread now
+        waiting = [asyncio.ensure_future(check(f"stranger {i}")) for i in range(3)]
+        owner = asyncio.ensure_future(check("owner", priority=True))
+        await asyncio.gather(running, owner, *waiting)
+        assert finished == ["running", "owner", "stranger 0", "stranger 1", "stranger 2"]
+    finally:
+        passwords.close()
