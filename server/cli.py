@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cluster-name", default="default",
                        help="the cluster's name in Redis (default: %(default)s)")
     serve.add_argument("--node-id", help="this node's name in the cluster (default HOST-PID)")
+    serve.add_argument("--lease-ms", type=int, default=5000,
+                       help="how long a node owns its games without confirming it: after a "
+                       "node dies its games are taken over within about this (default: "
+                       "%(default)s)")
     serve.add_argument("--workers", type=int, default=1, help="node processes sharing the port "
                        "(SO_REUSEPORT), supervised (default: 1); above 1 needs --cluster and "
                        "PostgreSQL")
@@ -309,7 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 runner.run(run_node(settings, cluster_config.ClusterSettings(
                     args.cluster, args.cluster_name, args.node_id or
-                    cluster_config.default_node_id()), args.ready_file))
+                    cluster_config.default_node_id(), lease_ms=args.lease_ms),
+                    args.ready_file))
             else:
                 runner.run(run_server(settings, args.ready_file))
         return 0

@@ -146,6 +146,7 @@ class Lobby:
         self.challenges: dict[int, ChallengeEntry] = {}
         self.subscribers: set[Any] = set()
         self._ids = itertools.count(1)
+        self.announce_presence = True  # False on a cluster node: its lobby feed does
 
     @property
     def max_open_seeks(self) -> int:
@@ -157,7 +158,8 @@ class Lobby:
         if member is None:
             member = self.members[user_id] = Member(user_id, name, kind)
             self._by_name[name.lower()] = member
-            self._tell_subscribers(PlayerOnline(user=member.wire()))
+            if self.announce_presence:
+                self._tell_subscribers(PlayerOnline(user=member.wire()))
         member.sessions.add(session)
         return member
 
@@ -176,7 +178,8 @@ class Lobby:
             entry = self.challenges.get(challenge_id)
             if entry is not None:
                 self.end_challenge(entry, "cancelled")
-        self._tell_subscribers(PlayerOffline(name=member.name))
+        if self.announce_presence:
+            self._tell_subscribers(PlayerOffline(name=member.name))
 
     def by_name(self, name: str) -> Member | None:
         return self._by_name.get(name.lower())

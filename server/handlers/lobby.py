@@ -1,7 +1,8 @@
 """The lobby: subscribing, seeks (paired automatically or accepted), direct challenges.
 
 Events go before replies: whoever starts a game by a request gets ``game_started`` (and
-``seek_taken`` for a seek of theirs) before the request's reply.
+``seek_taken`` for a seek of theirs) before the request's reply. A cluster node keeps its
+offers in Redis and serves these requests with ``server.cluster.lobby``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 
 async def on_lobby_subscribe(s: Session, m: p.LobbySubscribe) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.subscribe(s, m)
     lobby = s.app.lobby
     lobby.subscribers.add(s)
     view = lobby.view()  # within the protocol's limits, however full the lobby
@@ -33,6 +36,8 @@ async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMes
 
 
 async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.seek(s, m)
     offer = Offer(m.game, dict(m.options), m.clock)
     check_can_play(s, s.me())
     seek_id, partner = s.app.lobby.add_seek(s.me(), offer, address_key(s.peer),
@@ -45,11 +50,15 @@ async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
 
 
 async def on_cancel_seek(s: Session, m: p.CancelSeek) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.cancel_seek(s, m)
     s.app.lobby.cancel_seek(m.seek_id, s.me())
     return p.Ok(id=m.id)
 
 
 async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.accept_seek(s, m)
     lobby = s.app.lobby
     check_can_play(s, s.me())
     if (open_seek := lobby.seeks.get(m.seek_id)) is not None:
@@ -64,6 +73,8 @@ async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
 
 
 async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.challenge(s, m)
     lobby = s.app.lobby
     target = lobby.by_name(m.to)
     if target is None:
@@ -79,6 +90,8 @@ async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
 
 
 async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.accept_challenge(s, m)
     lobby = s.app.lobby
     entry = lobby.pending(m.challenge_id, s.me(), as_target=True)
     check_can_play(s, entry.target)
@@ -99,6 +112,8 @@ async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessa
 
 
 async def on_decline_challenge(s: Session, m: p.DeclineChallenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.decline_challenge(s, m)
     lobby = s.app.lobby
     lobby.end_challenge(lobby.pending(m.challenge_id, s.me(), as_target=True), "declined",
                         m.message)
@@ -106,6 +121,8 @@ async def on_decline_challenge(s: Session, m: p.DeclineChallenge) -> p.ServerMes
 
 
 async def on_cancel_challenge(s: Session, m: p.CancelChallenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.cancel_challenge(s, m)
     lobby = s.app.lobby
     lobby.end_challenge(lobby.pending(m.challenge_id, s.me(), as_target=False), "cancelled")
     return p.Ok(id=m.id)

@@ -4,6 +4,11 @@ A game's life in the database is a handful of kinds of write: its start (``GameC
 its moves (``MovePlayed``), chat (``ChatSent``), event numbers with no row of their own
 (``SeqAdvanced``) and its end (``GameFinished``). Each is validated when it is made, so a
 value that reaches the database is one the schema can take.
+
+Each item may carry the ``epoch`` its writer holds the game at (a cluster node,
+docs/SCALING.md section 4; a new game is created at epoch 0): the write is then *fenced*
+(``statements.write_fenced_blocking``) and refused with ``StaleEpoch`` if the game was
+taken over meanwhile. A single server leaves it None: unfenced, as always.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ class MovePlayed:
     ms_used: int
     clock_ms: int | None
     played_at: datetime
+    epoch: int | None = None
 
     def __post_init__(self) -> None:
         _check_seat("player", self.player)
@@ -59,6 +65,7 @@ class GameCreated:
     seq: int
     created_at: datetime
     started_at: datetime
+    epoch: int | None = None
 
     def __post_init__(self) -> None:
         check_fits(GameRow, "id", self.game_id)
@@ -78,6 +85,7 @@ class ChatSent:
     user_id: int
     text: str
     sent_at: datetime
+    epoch: int | None = None
 
     def __post_init__(self) -> None:
         _check_at_least("seq", self.seq, 0)
@@ -94,6 +102,7 @@ class GameFinished:
     seq: int
     ended_at: datetime
     status: FinishedStatus = "over"
+    epoch: int | None = None
 
     def __post_init__(self) -> None:
         if self.status not in ("over", "aborted"):
@@ -117,6 +126,7 @@ class SeqAdvanced:
 
     game_id: str
     seq: int
+    epoch: int | None = None
 
     def __post_init__(self) -> None:
         _check_at_least("seq", self.seq, 1)
