@@ -113,7 +113,8 @@ def test_a_game_across_two_nodes_by_clicking(browser: Any,
             reply = ask(server, p.GetGame, game_id=table.game_id)
             assert isinstance(reply, p.GameRecord)
             assert [m.move for m in reply.record.moves] == list(table.state.moves)
-            assert reply.record.result == p.Result(winner=table.state.winner, reason="normal")
+            result = reply.record.result
+            assert (result.winner, result.reason) == (table.state.winner, "normal")
         for watcher in table.watchers:
             moves = watcher.eval_on_selector_all(".move-list .mv",
                                                  "els => els.map(e => e.textContent)")
