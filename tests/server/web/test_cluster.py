@@ -114,6 +114,7 @@ def test_a_game_across_two_nodes_by_clicking(browser: Any,
             assert isinstance(reply, p.GameRecord)
             assert [m.move for m in reply.record.moves] == list(table.state.moves)
             result = reply.record.result
+            assert result is not None
             assert (result.winner, result.reason) == (table.state.winner, "normal")
         for watcher in table.watchers:
             moves = watcher.eval_on_selector_all(".move-list .mv",
