@@ -54,12 +54,21 @@ def open_files_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
+def kept_files(settings: Settings, files: int | None) -> tuple[int, int]:
+    """The files kept from websockets: (the reserve, those for connections waiting for
+    their request), ``fd_reserve`` and ``max_handshakes`` but each at most a quarter of a
+    small open-files limit ``files``, so that websockets keep half of it at least."""
+    if files is None:
+        return settings.fd_reserve, settings.max_handshakes
+    return min(settings.fd_reserve, files // 4), min(settings.max_handshakes, files // 4)
+
+
 def total_cap(settings: Settings, files: int | None) -> int:
     """The cap on open websockets: ``max_connections`` when set, and always below the
-    open-files limit ``files`` by ``fd_reserve`` and ``max_handshakes``."""
+    open-files limit ``files`` by the files kept (:func:`kept_files`)."""
     caps = [settings.max_connections] if settings.max_connections is not None else []
     if files is not None:
-        caps.append(max(MIN_TOTAL, files - settings.fd_reserve - settings.max_handshakes))
+        caps.append(max(MIN_TOTAL, files - sum(kept_files(settings, files))))
     return min(caps) if caps else 1 << 30
 
 
@@ -118,8 +127,8 @@ class Admission:
         self.total = 0
         self.refused = {"address": 0, "total": 0}
         self.files = files
-        self.fd_reserve = settings.fd_reserve
-        self.handshakes = Handshakes(settings.max_handshakes, self.files_left, evicted)
+        self.fd_reserve, waiting = kept_files(settings, files)
+        self.handshakes = Handshakes(waiting, self.files_left, evicted)
 
     def files_left(self) -> int:
         """Files not held by open websockets nor kept in reserve: what connections waiting

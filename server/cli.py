@@ -181,8 +181,9 @@ def _limit_args(serve: argparse.ArgumentParser) -> None:
                           "open-files limit, raised to its hard limit at start, less "
                           "--fd-reserve and --max-handshakes)")
     lim.add_argument("--fd-reserve", type=int, default=d["fd_reserve"].default, metavar="N",
-                     help="files kept free of websockets, for the database, logs, /healthz "
-                          "and /metrics (default: %(default)s)")
+                     help="files kept free of websockets, for the database, logs, /healthz, "
+                          "/metrics and bursts of connections (default: %(default)s; at most "
+                          "a quarter of the open-files limit, as is --max-handshakes)")
     lim.add_argument("--max-handshakes", type=int, default=d["max_handshakes"].default,
                      metavar="N", help="connections waiting for their HTTP request; "
                      "beyond, the oldest is cut once silent for a second, or at once when "
