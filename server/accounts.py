@@ -61,9 +61,10 @@ class Passwords:
     takes longer, so fewer wait), though always one per thread: one more raises
     :class:`HashQueueFull` at once, with the time the queue needs to drain. A ``priority``
     hash (a login from an address the account logged in from before) may go ``reserve``
-    past the bound and goes ahead of the others, so strangers filling the queue neither
-    keep the owner out nor make them wait behind everything queued. ``close()`` stops the
-    pool (the server does, on its way out).
+    past the bound, goes ahead of the others and may take one thread more than the CPUs
+    (a lane of its own), so strangers filling the queue neither keep the owner out nor make
+    them wait for the hashes queued or running. ``close()`` stops the pool (the server does,
+    on its way out).
     """
 
     def __init__(self, threads: int | None = None, max_queued: int | None = None,
@@ -78,7 +79,7 @@ class Passwords:
         self.queued = 0  # hashes running or waiting
         self.refused = 0  # hashes refused because the queue was full
         self.hash_s = 0.25  # a hash's duration, measured (a moving average)
-        self._pool = ThreadPoolExecutor(max_workers=self.threads,
+        self._pool = ThreadPoolExecutor(max_workers=self.threads + 1,  # + the priority lane
                                         thread_name_prefix="tessera-argon2")
         # waiting hashes, priority first, then in order; at most ``threads`` in the pool
         self._waiting: list[tuple[int, int, Callable[[], Any], asyncio.Future[Any]]] = []
@@ -122,9 +123,18 @@ class Passwords:
         finally:
             self.queued -= 1
 
+    @property
+    def running(self) -> int:
+        """Hashes in the pool's threads now."""
+        return self._running
+
     def _start_next(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Hand waiting hashes to the pool while a thread is free, priority first."""
-        while self._running < self.threads and self._waiting:
+        """Hand waiting hashes to the pool while a thread is free, priority first; a
+        priority hash may also take the one thread kept for them."""
+        while self._waiting:
+            lane = 1 if self._waiting[0][0] == 0 else 0
+            if self._running >= self.threads + lane:
+                return
             _, _, work, result = heapq.heappop(self._waiting)
             if result.done():  # its caller went away while it waited
                 continue

@@ -458,8 +458,15 @@ async def test_a_priority_hash_goes_ahead_of_those_waiting() -> None:
         running = asyncio.ensure_future(check("running"))
         await asyncio.sleep(0)  # in the pool's one thread now
         waiting = [asyncio.ensure_future(check(f"stranger {i}")) for i in range(3)]
+        await asyncio.sleep(0)
+        assert passwords.running == 1 and passwords.queued == 4  # the strangers wait
         owner = asyncio.ensure_future(check("owner", priority=True))
+        await asyncio.sleep(0)
+        assert passwords.running == 2  # the owner's hash started at once, in its own lane
         await asyncio.gather(running, owner, *waiting)
-        assert finished == ["running", "owner", "stranger 0", "stranger 1", "stranger 2"]
+        assert sorted(finished) == sorted(["running", "owner", "stranger 0", "stranger 1",
+                                           "stranger 2"])
+        assert [f for f in finished if f.startswith("stranger")] == [
+            "stranger 0", "stranger 1", "stranger 2"]  # the others in their order
     finally:
         passwords.close()
