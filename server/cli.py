@@ -136,8 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(lt)
     sg = admin_sub.add_parser(
         "sweep-guests", help="delete guests that never played and were not seen lately",
-        description="Delete the guest accounts (and their tokens) that never played (no "
-                    "game, no chat line) and were not seen (made, or a token made or used) "
+        description="Delete the guest accounts (with their tokens and the games they "
+                    "aborted) that never played (no game in progress or over, no chat line "
+                    "in one) and were not seen (made, or a token made or used) "
                     "for --older-than seconds. The server does this itself every "
                     "--guest-sweep-every; from here, a guest connected now but made earlier "
                     "and idle since is deleted too, so keep --older-than above how long "

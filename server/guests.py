@@ -8,9 +8,10 @@ own (users and tokens), never in the move commit queue, and pauses ``pause_s`` b
 batches, so however many guests are asked for, they hold the write lock for one commit at
 a time and at most a few times a second.
 
-:func:`sweep_guests` deletes, with their tokens, the guests that never played (no game of
-any kind, no chat line) and were last seen (made, or a token of theirs made or used) more
-than ``guest_ttl_s`` ago, except those connected now: a stranger's guests do not stay.
+:func:`sweep_guests` deletes the guests that never played (no game in progress or over
+names them, no chat line of theirs is in one) and were last seen (made, or a token of theirs
+made or used) more than ``guest_ttl_s`` ago, except those connected now, with their tokens
+and the aborted games they sat in: a stranger's guests do not stay.
 The server runs it every ``guest_sweep_interval_s``; ``python -m server admin
 sweep-guests`` runs it from the command line.
 """

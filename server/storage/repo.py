@@ -222,9 +222,10 @@ class Store:
 
     async def idle_guests(self, seen_before: datetime, *, after_id: int = 0,
                           limit: int = 10_000) -> list[int]:
-        """Guests that never played (no game of any kind names them, no chat line is
-        theirs) and were last seen (made, or a token of theirs made or used) before
-        ``seen_before``: at most ``limit`` ids above ``after_id``, in order."""
+        """Guests that never played (no game in progress or over names them, no chat line
+        of theirs outside aborted games) and were last seen (made, or a token of theirs
+        made or used) before ``seen_before``: at most ``limit`` ids above ``after_id``, in
+        order."""
         tokens = _TOKENS.c
         fresh_token = select(tokens.user_id).where(
             tokens.user_id == _USERS.c.id,
@@ -240,22 +241,25 @@ class Store:
             return [row[0] for row in rows]
 
     async def delete_guests(self, user_ids: Sequence[int], seen_before: datetime) -> int:
-        """Delete these guests (with their tokens) if they still never played and were not
-        seen since ``seen_before`` (checked again in the deleting statement); how many."""
+        """Delete these guests, with their tokens and the aborted games they sat in (their
+        moves and chat go with them), if they still never played and were not seen since
+        ``seen_before`` (checked again in each deleting statement); how many."""
         if not user_ids:
             return 0
         tokens = _TOKENS.c
         fresh_token = select(tokens.user_id).where(
             tokens.user_id == _USERS.c.id,
             or_(tokens.created_at >= seen_before, tokens.last_used_at >= seen_before))
+        conditions = [_USERS.c.id.in_(user_ids), _USERS.c.kind == "guest",
+                      ~fresh_token.exists(), *_never_played(_USERS.c.id)]
+        eligible = select(_USERS.c.id).where(*conditions)
+        games = _GAMES.c
         async with self.writing, self.engine.begin() as conn:
-            await conn.execute(delete(_TOKENS).where(
-                tokens.user_id.in_(select(_USERS.c.id).where(
-                    _USERS.c.id.in_(user_ids), _USERS.c.kind == "guest",
-                    ~fresh_token.exists(), *_never_played(_USERS.c.id)))))
-            result = await conn.execute(delete(_USERS).where(
-                _USERS.c.id.in_(user_ids), _USERS.c.kind == "guest",
-                ~fresh_token.exists(), *_never_played(_USERS.c.id)))
+            await conn.execute(delete(_GAMES).where(
+                games.status == "aborted",
+                or_(games.player0_id.in_(eligible), games.player1_id.in_(eligible))))
+            await conn.execute(delete(_TOKENS).where(tokens.user_id.in_(eligible)))
+            result = await conn.execute(delete(_USERS).where(*conditions))
         return int(result.rowcount)
 
     async def count_users(self, kind: UserKind | None = None) -> int:
@@ -588,10 +592,16 @@ def _lost_by(user_id: int) -> ColumnElement[bool]:
 
 
 def _never_played(user_id: Any) -> list[ColumnElement[bool]]:
-    """Conditions: no game (playing, over or aborted) and no chat line names ``user_id``."""
-    return [~select(GameRow.id).where(GameRow.player0_id == user_id).exists(),
-            ~select(GameRow.id).where(GameRow.player1_id == user_id).exists(),
-            ~select(ChatRow.seq).where(ChatRow.user_id == user_id).exists()]
+    """Conditions: no game in progress or over names ``user_id`` (an aborted game may: it
+    goes with the guest), and no chat line of theirs is in such a game. The games are
+    aliased so that inside a DELETE FROM games they are not correlated with its rows."""
+    first, second, chatted = aliased(GameRow), aliased(GameRow), aliased(GameRow)
+    return [~select(first.id).where(first.player0_id == user_id,
+                                    first.status != "aborted").exists(),
+            ~select(second.id).where(second.player1_id == user_id,
+                                     second.status != "aborted").exists(),
+            ~select(ChatRow.seq).join(chatted, chatted.id == ChatRow.game_id).where(
+                ChatRow.user_id == user_id, chatted.status != "aborted").exists()]
 
 
 def _encode_cursor(info: GameInfo) -> str:

@@ -470,3 +470,37 @@ async def test_a_priority_hash_goes_ahead_of_those_waiting() -> None:
             "stranger 0", "stranger 1", "stranger 2"]  # the others in their order
     finally:
         passwords.close()
+
+
+async def test_guests_whose_games_were_all_aborted_are_swept_with_those_games(
+        serve: Serve) -> None:
+    """An aborted game is not a finished one: guests who only ever aborted are swept, and
+    the aborted games (with their move and chat) with them; a guest who finished a game,
+    and that game, stay."""
+    async with serve() as live:
+        app, store = live.running.app, live.running.app.store
+        a = await live.clients.guest()
+        b = await live.clients.guest()
+        c = await live.clients.guest()
+        aborted = await start_game(a, b, "hadron", {"size": 5})
+        await aborted.play()  # one move, then a line of chat, then abort
+        await a.call(p.Chat, game_id=aborted.game_id, text="oops")
+        await a.call(p.Abort, game_id=aborted.game_id)
+        finished = await start_game(b, c, "hadron", {"size": 5})
+        await finished.mover.call(p.Resign, game_id=finished.game_id)
+        for player in (a, b, c):
+            await player.close()
+        for _ in range(int(TIMEOUT / 0.05)):
+            if not app.online_user_ids():
+                break
+            await asyncio.sleep(0.05)
+        assert await sweep_guests(store, 0.0, app.online_user_ids()) == 1  # a only
+        assert await store.get_user_by_name(a.name) is None
+        assert await store.get_user_by_name(b.name) is not None  # b finished a game
+        assert await store.get_game(aborted.game_id) is None
+        assert await store.get_game(finished.game_id) is not None
+        async with store.engine.connect() as conn:
+            left = {table: (await conn.execute(text(
+                f"SELECT count(*) FROM {table} WHERE game_id = :g"),
+                {"g": aborted.game_id})).scalar_one() for table in ("moves", "chat")}
+        assert left == {"moves": 0, "chat": 0}
