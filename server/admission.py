@@ -56,11 +56,11 @@ def open_files_limit() -> int | None:
 
 def kept_files(settings: Settings, files: int | None) -> tuple[int, int]:
     """The files kept from websockets: (the reserve, those for connections waiting for
-    their request), ``fd_reserve`` and ``max_handshakes`` but each at most a quarter of a
-    small open-files limit ``files``, so that websockets keep half of it at least."""
+    their request): ``fd_reserve``, but at most a quarter of a small open-files limit
+    ``files``, and ``max_handshakes``."""
     if files is None:
         return settings.fd_reserve, settings.max_handshakes
-    return min(settings.fd_reserve, files // 4), min(settings.max_handshakes, files // 4)
+    return min(settings.fd_reserve, files // 4), settings.max_handshakes
 
 
 def total_cap(settings: Settings, files: int | None) -> int:

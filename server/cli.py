@@ -184,7 +184,7 @@ def _limit_args(serve: argparse.ArgumentParser) -> None:
     lim.add_argument("--fd-reserve", type=int, default=d["fd_reserve"].default, metavar="N",
                      help="files kept free of websockets, for the database, logs, /healthz, "
                           "/metrics and bursts of connections (default: %(default)s; at most "
-                          "a quarter of the open-files limit, as is --max-handshakes)")
+                          "a quarter of the open-files limit)")
     lim.add_argument("--max-handshakes", type=int, default=d["max_handshakes"].default,
                      metavar="N", help="connections waiting for their HTTP request; "
                      "beyond, the oldest is cut once silent for a second, or at once when "

@@ -71,7 +71,7 @@ class Settings:
     max_connections: int | None = None
     # files kept for the database, logs, /healthz, /metrics, and bursts of accepts (asyncio
     # accepts up to 100 sockets a loop turn; the cut ones are closed a turn or two later);
-    # this and max_handshakes are each at most a quarter of a small open-files limit
+    # at most a quarter of a small open-files limit
     fd_reserve: int = 1024
     # connections waiting for their HTTP request: beyond it the oldest is cut once silent
     # for a second, or at once when the files run short (files are kept for this many)
