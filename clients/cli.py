@@ -28,6 +28,7 @@ CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("clients.export", "re-play match records through the engine"),
     "bench": ("clients.bench", "load benchmark of a real server"),
     "chaos": ("clients.chaos", "crash test: kill the server during live games"),
+    "siege": ("clients.siege.cli", "hostile traffic against a server, with canaries"),
 }
 
 USAGE = """usage: tessera COMMAND [ARGS]    (tessera COMMAND --help for one command)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import protocol as p
 
 from ..lobby import Member, Offer
+from ..ratelimit import address_key
 from ..rooms import GameRoom, Player
 
 if TYPE_CHECKING:
@@ -24,8 +25,9 @@ async def on_lobby_subscribe(s: Session, m: p.LobbySubscribe) -> p.ServerMessage
         return await s.app.cluster.lobby.subscribe(s, m)
     lobby = s.app.lobby
     lobby.subscribers.add(s)
-    return p.Lobby(id=m.id, seeks=lobby.open_seeks(),
-                   players=tuple(member.wire() for member in lobby.members.values()))
+    view = lobby.view()  # within the protocol's limits, however full the lobby
+    return p.Lobby(id=m.id, seeks=view.seeks, players=view.players,
+                   more_seeks=view.more_seeks or None, more_players=view.more_players or None)
 
 
 async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMessage:
@@ -37,7 +39,9 @@ async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
     if s.app.cluster is not None:  # offers and presence across nodes
         return await s.app.cluster.lobby.seek(s, m)
     offer = Offer(m.game, dict(m.options), m.clock)
-    seek_id, partner = s.app.lobby.add_seek(s.me(), offer)
+    check_can_play(s, s.me())
+    seek_id, partner = s.app.lobby.add_seek(s.me(), offer, address_key(s.peer),
+                                            lambda member: can_play(s, member))
     if partner is not None:  # paired at once: game_started, seek_taken, then seek_created
         room = await start_game(s, offer, _shuffled(partner.owner, s.me()))
         _seek_taken(partner.owner, partner.seek_id, room)
@@ -56,6 +60,9 @@ async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
     if s.app.cluster is not None:  # offers and presence across nodes
         return await s.app.cluster.lobby.accept_seek(s, m)
     lobby = s.app.lobby
+    check_can_play(s, s.me())
+    if (open_seek := lobby.seeks.get(m.seek_id)) is not None:
+        check_can_play(s, open_seek.owner)  # the seek stays open if its owner cannot play
     entry = lobby.take_seek(m.seek_id, s.me())
     try:  # game_started, seek_taken (to its owner), seek_removed (lobby), then ok
         room = await start_game(s, entry.offer, _shuffled(entry.owner, s.me()))
@@ -72,6 +79,8 @@ async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
     target = lobby.by_name(m.to)
     if target is None:
         raise p.ProtocolError(f"{m.to} is not online", code=p.ErrorCode.NOT_FOUND)
+    check_can_play(s, s.me())
+    check_can_play(s, target)
     entry = lobby.add_challenge(s.me(), target, Offer(m.game, dict(m.options), m.clock),
                                 m.color)
     target.send(p.event_frame(p.ChallengeReceived(
@@ -85,6 +94,8 @@ async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessa
         return await s.app.cluster.lobby.accept_challenge(s, m)
     lobby = s.app.lobby
     entry = lobby.pending(m.challenge_id, s.me(), as_target=True)
+    check_can_play(s, entry.target)
+    check_can_play(s, entry.challenger)
     lobby.take_challenge(entry)
     seats = [entry.challenger, entry.target]
     if entry.color == "random":
@@ -123,6 +134,20 @@ async def start_game(s: Session, offer: Offer, members: tuple[Member, Member]) -
                Player(members[1].user_id, members[1].name, members[1].kind))
     return await s.app.games.start(offer.game, offer.options, offer.clock, players,
                                    [list(member.sessions) for member in members])
+
+
+def can_play(s: Session, member: Member) -> bool:
+    """Whether ``member`` may start one game more (``max_games_per_user``)."""
+    return s.app.games.playing(member.user_id) < s.app.settings.max_games_per_user
+
+
+def check_can_play(s: Session, member: Member) -> None:
+    """``conflict`` if ``member`` has as many games in progress as anyone may."""
+    if not can_play(s, member):
+        cap = s.app.settings.max_games_per_user
+        who = "you have" if member is s.member else f"{member.name} has"
+        raise p.ProtocolError(f"{who} {cap} games in progress, the most allowed",
+                              code=p.ErrorCode.CONFLICT)
 
 
 def _shuffled(a: Member, b: Member) -> tuple[Member, Member]:
