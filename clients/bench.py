@@ -743,7 +743,8 @@ def main(argv: list[str] | None = None) -> int:
                 single_moves_per_s=round(single["moves"] / single["elapsed_s"], 1),
                 single_p50_ms=round(single["p50_ms"], 2),
                 single_p99_ms=round(single["p99_ms"], 2),
-                single_errors=single["errors"], single_lost=single["lost"],
+                single_errors=single["errors"], single_error_codes=single["error_codes"],
+                single_lost=single["lost"],
                 single_cpu_us_per_move=single["server_cpu_us_per_move"],
                 cluster_over_single=round(result["cluster_cpu_us_per_move"]
                                           / single["server_cpu_us_per_move"], 2)

@@ -284,6 +284,12 @@ class ClusterNode:
     def holds(self, game_id: str) -> bool:
         return self.leases.holds(game_id)
 
+    async def still_owns(self, game_id: str) -> bool:
+        try:
+            return await self.leases.owner_of(game_id) == self.leases.owner
+        except RedisError:
+            return True  # cannot tell: the refusal stands (the lease's time bounds it)
+
     def publish(self, game_id: str, seq: int, kind: str, frame: bytes) -> None:
         """Publish a game's event on its channel, with this event-loop turn's other
         publishes (a failure is logged: the followers' gap detection fetches what they

@@ -22,10 +22,16 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from protocol import ErrorCode, ProtocolError
+from protocol import Move as MoveRequest
 from server.rooms import GameRoom, Writer
 from server.storage import Item, StaleEpoch
 
 from .remote import EVENT, FINAL
+
+# refusals a room makes from its own view of the game: wrong if another node moved it on
+STATE_REFUSALS = frozenset({ErrorCode.STALE_PLY, ErrorCode.NOT_YOUR_TURN,
+                            ErrorCode.ILLEGAL_MOVE})
 
 
 class Owner(Protocol):
@@ -39,6 +45,9 @@ class Owner(Protocol):
     def publish(self, game_id: str, seq: int, kind: str, frame: bytes) -> None: ...
 
     def lost(self, game_id: str, why: str) -> None: ...
+
+    async def still_owns(self, game_id: str) -> bool:
+        """Whether the game's lease in Redis is still this node's (asked of Redis)."""
 
 
 class FencedWriter:
@@ -78,6 +87,22 @@ def owned_room_class(owner: Owner) -> Callable[..., GameRoom]:
             super().__init__(*args, **kwargs)
             self._writer = FencedWriter(self._writer, self, owner)
             self.lost = False
+
+        async def play(self, user_id: int, request: MoveRequest) -> int:
+            """A move; a refusal made from this room's state (a ply or a turn it does not
+            know of) is checked against the lease first: another node may have taken the
+            game and moved on while this one did not know yet (its lease is held locally
+            until it is due for renewal). Then the game is lost here and the client told
+            to send again (``internal_error``), which reaches the owner."""
+            try:
+                return await super().play(user_id, request)
+            except ProtocolError as exc:
+                if exc.code not in STATE_REFUSALS or await owner.still_owns(self.game_id):
+                    raise
+                owner.lost(self.game_id, "another node owns it")
+                raise ProtocolError("this game is now run by another node; send it again",
+                                    code=ErrorCode.INTERNAL_ERROR,
+                                    game_id=self.game_id) from None
 
         def _send_all(self, frame: bytes) -> None:
             super()._send_all(frame)

@@ -6,8 +6,11 @@ It asserts no timing: the figures are printed by ``tessera bench`` for people to
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
 
 
 def test_bench_small_run_reports_every_field() -> None:
@@ -39,3 +42,22 @@ def test_bench_breakdown_times_the_server_stage_by_stage() -> None:
         assert stage in stages, stage
     assert stages["total"] > 0 and stages["validate"] > 0 and stages["store"] > 0
     assert result["lost"] == 0 and result["errors"] == 0
+
+
+def test_bench_on_a_cluster_reports_the_cluster_and_the_single_server() -> None:
+    """``--nodes``: two nodes, then one process; skipped without PostgreSQL and Redis."""
+    db_url = os.environ.get("TESSERA_TEST_PG_URL")
+    if not db_url or not os.environ.get("TESSERA_TEST_REDIS_URL"):
+        pytest.skip("cluster bench skipped: TESSERA_TEST_PG_URL and TESSERA_TEST_REDIS_URL "
+                    "are needed")
+    run = subprocess.run(
+        [sys.executable, "-m", "clients.bench", "--nodes", "2", "--games", "6", "--seconds",
+         "2", "--db", db_url, "--json"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["nodes"] == 2 and result["moves"] > 0
+    assert result["lost"] == result["single_lost"] == 0
+    # at full speed a few bots outrun their connection's budget, as with bench alone
+    assert set(result["error_codes"]) <= {"rate_limited"}, result["error_codes"]
+    assert result["cluster_cpu_us_per_move"] > 0 and result["single_cpu_us_per_move"] > 0
+    assert result["cluster_cpu_us_per_move"] >= result["nodes_cpu_us_per_move"] > 0

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
+
+PG_URL_ENV = "TESSERA_TEST_PG_URL"
+REDIS_URL_ENV = "TESSERA_TEST_REDIS_URL"
 
 
 def test_chaos_short_run_loses_nothing() -> None:
@@ -21,4 +27,24 @@ def test_chaos_short_run_loses_nothing() -> None:
     assert result["duplicated"] == 0
     assert result["replay_mismatches"] == 0
     assert result["integrity"] == "ok"
+    assert run.returncode == 0
+
+
+def test_chaos_on_a_cluster_loses_nothing_and_times_the_failovers() -> None:
+    """``--nodes``: a node of three SIGKILLed twice; skipped without PostgreSQL and Redis."""
+    db_url, redis_url = os.environ.get(PG_URL_ENV), os.environ.get(REDIS_URL_ENV)
+    if not db_url or not redis_url:
+        pytest.skip(f"cluster chaos skipped: {PG_URL_ENV} and {REDIS_URL_ENV} are needed")
+    run = subprocess.run(
+        [sys.executable, "-m", "clients.chaos", "--nodes", "3", "--games", "6", "--kills", "2",
+         "--think", "0.5", "--lease-ms", "2000", "--db", db_url, "--json"],
+        capture_output=True, text=True, timeout=300)
+    assert run.stdout.strip(), run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert (result["kills"], result["nodes"]) == (2, 3)
+    assert result["finished"] == result["games"] == 6
+    assert result["lost"] == result["duplicated"] == result["replay_mismatches"] == 0
+    assert result["integrity"] == "ok"
+    assert result["failovers_measured"] >= 1  # a killed node owned a game, which moved on
+    assert 0 < result["failover_p50_s"] <= result["failover_p99_s"]
     assert run.returncode == 0

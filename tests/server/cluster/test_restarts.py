@@ -72,13 +72,18 @@ async def finish_and_check(game: Game, played: list[str]) -> None:
     assert [m.move.lower() for m in record.moves] == [m.lower() for m in played]
     assert record.result is not None and record.result.reason == "resign"
     assert_record_replays(record)
-    for player in (alice, bob):  # each saw every move, by the events or a snapshot
+    for player in (alice, bob):  # each saw every move and the end, by events or a snapshot
         seen: set[int] = set()
-        for event in await player.game_events(game.game_id):
-            if isinstance(event, p.Moved):
+        while True:
+            event = await player.conn.next_event(10)
+            if getattr(event, "game_id", None) == game.game_id and isinstance(event, p.Moved):
                 seen.add(event.ply)
-            elif isinstance(event, p.GameState):
+            elif isinstance(event, p.GameState) and event.game.game_id == game.game_id:
                 seen.update(range(len(event.game.moves)))
+                if event.game.status == "over":
+                    break
+            if isinstance(event, p.GameOver) and event.game_id == game.game_id:
+                break
         assert seen == set(range(len(played))), (player.name, sorted(seen))
 
 
