@@ -62,7 +62,15 @@ from server.storage.statements import GAMES as _GAMES
 from server.storage.statements import MOVES as _MOVES
 
 # the rows the commit queue writes, built where it builds them (one definition of a row)
-from server.storage.statements import Outcomes, _chat_row, _game_row, _move_row
+from server.storage.rating_writes import rate_finished_game
+from server.storage.statements import (
+    GAME_RATINGS,
+    CoreStatements,
+    Outcomes,
+    _chat_row,
+    _game_row,
+    _move_row,
+)
 
 from .errors import StaleEpoch
 
@@ -124,9 +132,13 @@ def write_fenced_blocking(conn: Connection, batch: Sequence[Fenced]
     if chat:
         conn.execute(insert(_CHAT), chat)
     for index, entry in enumerate(batch):
-        if (isinstance(entry.item, GameFinished) and outcomes[index] is None
-                and not _finish(conn, entry.item, entry.epoch)):
-            outcomes[index] = GameNotPlaying(f"game {entry.item.game_id!r} is over")
+        item = entry.item
+        if not isinstance(item, GameFinished) or outcomes[index] is not None:
+            continue
+        if not _finish(conn, item, entry.epoch):
+            outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is over")
+        elif item.rated is not None and item.status == "over":  # in the same transaction
+            outcomes[index] = rate_finished_game(conn, item, CoreStatements(), GAME_RATINGS)
     return outcomes
 
 

@@ -17,7 +17,7 @@ from server.storage.models import Base
 
 from .conftest import Database
 
-TABLES = {"users", "api_tokens", "games", "moves", "chat"}
+TABLES = {"users", "api_tokens", "games", "moves", "chat", "ratings", "game_ratings"}
 
 
 async def _tables(db: Database) -> set[str]:
@@ -89,8 +89,9 @@ def test_migrations_are_found_without_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert head_revision() == "0003"
+    assert head_revision() == "0004"
     directory = migrations_dir()
     for shipped in ("env.py", "script.py.mako", "alembic.ini", "versions/0001_initial_schema.py",
-                    "versions/0002_index_revoked_tokens.py", "versions/0003_game_epoch.py"):
+                    "versions/0002_index_revoked_tokens.py", "versions/0003_game_epoch.py",
+                    "versions/0004_ratings.py"):
         assert (directory / shipped).is_file(), shipped
