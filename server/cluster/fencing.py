@@ -57,12 +57,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage.errors import GameNotPlaying, StorageError
 from server.storage.items import ChatSent, GameCreated, GameFinished, Item, MovePlayed
+from server.storage.rating_writes import rate_finished_game
 from server.storage.statements import CHAT as _CHAT
-from server.storage.statements import GAMES as _GAMES
-from server.storage.statements import MOVES as _MOVES
 
 # the rows the commit queue writes, built where it builds them (one definition of a row)
-from server.storage.rating_writes import rate_finished_game
 from server.storage.statements import (
     GAME_RATINGS,
     CoreStatements,
@@ -71,6 +69,8 @@ from server.storage.statements import (
     _game_row,
     _move_row,
 )
+from server.storage.statements import GAMES as _GAMES
+from server.storage.statements import MOVES as _MOVES
 
 from .errors import StaleEpoch
 

@@ -58,8 +58,8 @@ from .items import (
     RatedPlayers,
     SeqAdvanced,
 )
-from .rating_reads import RatingReads, StoredUpdate
 from .migrate import current_revision, downgrade, head_revision, upgrade
+from .rating_reads import RatingReads, StoredUpdate
 from .records import (
     ChatRecord,
     FinishedStatus,
