@@ -15,6 +15,7 @@ import asyncio
 import gc
 import logging
 import signal
+from datetime import UTC, datetime
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -32,8 +33,9 @@ from .lobby import Lobby
 from .metrics import Metrics
 from .ratelimit import BucketTable
 from .revocation import enforce_revocations
+from .rooms import GameRoom
 from .session import Session
-from .storage import Storage, open_storage, redact_url
+from .storage import GameRatings, Storage, open_storage, redact_url
 from .tasks import Tasks
 from .wsio import Outbox
 
@@ -52,8 +54,9 @@ class App:
         self.accounts = Accounts(self.store, self.passwords,
                                  lockout_after=settings.login_lockout_after,
                                  lockout_base_s=settings.login_lockout_base_s)
-        self.lobby = Lobby()
-        self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn)
+        self.lobby = Lobby(rating_period_s=settings.rating_period_s)
+        self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
+                           on_rated=self._rated)
         self.history = History(self.games, self.store)
         self.routes = Routes(metrics, settings)
         self.sessions: set[Session] = set()
@@ -61,6 +64,11 @@ class App:
         # an account's budgets over all its connections
         self.account_requests = BucketTable(settings.account_rate, settings.account_burst)
         self.account_chat = BucketTable(settings.chat_rate, settings.chat_burst)
+
+    def _rated(self, room: GameRoom, changes: GameRatings) -> None:
+        """A rated game ended: its players' new ratings, for the lobby and the ladder."""
+        assert room.result is not None
+        self.lobby.rated_game(room.key, changes, room.result.winner, now=datetime.now(UTC))
 
     async def serve_connection(self, ws: ServerConnection) -> None:
         """The websocket handler: one :class:`Session` for the connection's life."""

@@ -45,3 +45,7 @@ class Settings:
     event_log_limit: int = 4096  # events kept in memory per game for resume
     revocation_poll_s: float = 1.0  # connections on a revoked token are closed this soon
     reuse_port: bool = False  # SO_REUSEPORT: several workers listen on one port
+    # a rating deviation grows by one Glicko-2 period's worth per this many seconds without
+    # rated games (docs/RATINGS.md); `tessera ratings verify` must be given the same
+    rating_period_s: float = 86_400.0
+    ladder_round_s: float = 10.0  # the bot ladder pairs its idle bots this often

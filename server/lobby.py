@@ -2,7 +2,12 @@
 
 Seeks and challenges live in memory only: they are offers, not games, and a restart
 withdraws them (clients see the connection drop and seek again). A seek is paired with the
-oldest compatible seek of another user: same game, same options, same time control.
+oldest compatible seek of another user: same game, same options, same time control, both
+rated or both casual, and each player's rating in the game's pool within the other's
+range (a seek's ``rating_min``/``rating_max``; a player without a rating counts as 1500).
+
+Each member carries their stored ratings (loaded at login, replaced when a rated game of
+theirs ends), so the lobby shows them beside names without asking the database.
 """
 
 from __future__ import annotations
@@ -10,8 +15,10 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+import protocol as p
 from protocol import (
     ChallengeEnded,
     ErrorCode,
@@ -26,7 +33,13 @@ from protocol import (
     event_frame,
 )
 
+from .ratings.glicko2 import DEFAULT
+from .ratings.shown import aged_now, shown
+from .storage import GameRatings, PoolRating
+from .storage.rating_writes import score_of
+
 MAX_OPEN_SEEKS = 5
+DEFAULT_PERIOD_S = 86_400.0
 
 
 @dataclass(eq=False)
@@ -37,9 +50,28 @@ class Member:
     name: str
     kind: str
     sessions: set[Any] = field(default_factory=set)
+    ratings: dict[str, PoolRating] = field(default_factory=dict)  # by pool (game key)
+    period_s: float = DEFAULT_PERIOD_S
 
     def wire(self) -> User:
-        return User(name=self.name, kind=self.kind)  # type: ignore[arg-type]
+        """As the online list shows them: with their rating in every pool."""
+        ratings = tuple(shown(pool, self.period_s) for pool in self.ratings.values())
+        return User(name=self.name, kind=self.kind,  # type: ignore[arg-type]
+                    ratings=ratings or None)
+
+    def wire_in(self, game: str) -> User:
+        """As a seek or a game shows them: with their rating in that game's pool."""
+        return User(name=self.name, kind=self.kind,  # type: ignore[arg-type]
+                    rating=self.shown_rating(game))
+
+    def shown_rating(self, game: str) -> p.PoolRating | None:
+        pool = self.ratings.get(game)
+        return None if pool is None else shown(pool, self.period_s)
+
+    def rating_in(self, game: str) -> float:
+        """Their rating in a pool, for pairing (1500 without one)."""
+        pool = self.ratings.get(game)
+        return DEFAULT.rating if pool is None else aged_now(pool, self.period_s).rating
 
     def send(self, frame: bytes) -> None:
         for session in list(self.sessions):
@@ -53,9 +85,18 @@ class Offer:
     game: str
     options: dict[str, Any]
     clock: TimeControl
+    rated: bool = False
+    rating_min: int | None = None
+    rating_max: int | None = None
 
     def matches(self, other: Offer) -> bool:
-        return (self.game, self.options, self.clock) == (other.game, other.options, other.clock)
+        return ((self.game, self.options, self.clock, self.rated)
+                == (other.game, other.options, other.clock, other.rated))
+
+    def admits(self, rating: float) -> bool:
+        """Whether a player rated ``rating`` in this game's pool is within the range."""
+        return ((self.rating_min is None or rating >= self.rating_min)
+                and (self.rating_max is None or rating <= self.rating_max))
 
 
 @dataclass(eq=False)
@@ -66,8 +107,15 @@ class OpenSeekEntry:
     created: float = field(default_factory=time.monotonic)
 
     def wire(self) -> OpenSeek:
-        return OpenSeek(seek_id=self.seek_id, user=self.owner.wire(), game=self.offer.game,
-                        options=self.offer.options, clock=self.offer.clock)
+        offer = self.offer
+        return OpenSeek(seek_id=self.seek_id, user=self.owner.wire_in(offer.game),
+                        game=offer.game, options=offer.options, clock=offer.clock,
+                        rated=offer.rated or None, rating_min=offer.rating_min,
+                        rating_max=offer.rating_max)
+
+    def admits(self, member: Member) -> bool:
+        """Whether ``member`` may take this seek (within its rating range)."""
+        return self.offer.admits(member.rating_in(self.offer.game))
 
 
 @dataclass(eq=False)
@@ -82,7 +130,9 @@ class ChallengeEntry:
 class Lobby:
     """Online members, open seeks, pending challenges, and the lobby's subscribers."""
 
-    def __init__(self, max_open_seeks: int = MAX_OPEN_SEEKS) -> None:
+    def __init__(self, max_open_seeks: int = MAX_OPEN_SEEKS,
+                 rating_period_s: float = DEFAULT_PERIOD_S) -> None:
+        self.rating_period_s = rating_period_s
         self.members: dict[int, Member] = {}
         self._by_name: dict[str, Member] = {}  # by lower-case name, for challenges
         self.seeks: dict[int, OpenSeekEntry] = {}
@@ -92,14 +142,39 @@ class Lobby:
         self._ids = itertools.count(1)
 
     # -- presence ------------------------------------------------------------------------------
-    def join(self, user_id: int, name: str, kind: str, session: Any) -> Member:
+    def join(self, user_id: int, name: str, kind: str, session: Any,
+             ratings: list[PoolRating] | None = None) -> Member:
+        """A connection logged in as this user; ``ratings``: theirs, as stored now."""
         member = self.members.get(user_id)
         if member is None:
-            member = self.members[user_id] = Member(user_id, name, kind)
+            member = self.members[user_id] = Member(user_id, name, kind,
+                                                    period_s=self.rating_period_s)
+            if ratings is not None:
+                member.ratings = {pool.pool: pool for pool in ratings}
             self._by_name[name.lower()] = member
             self._tell_subscribers(PlayerOnline(user=member.wire()))
+        elif ratings is not None:
+            member.ratings = {pool.pool: pool for pool in ratings}
         member.sessions.add(session)
         return member
+
+    def rated_game(self, pool: str, changes: GameRatings, winner: int | None, *,
+                   now: datetime) -> None:
+        """A rated game ended: its online players' ratings become the game's afters (as
+        the same transaction stored them)."""
+        for change in changes:
+            member = self.members.get(change.user_id)
+            if member is None:
+                continue
+            score = score_of(change.seat, winner)
+            old = member.ratings.get(pool)
+            member.ratings[pool] = PoolRating(
+                user_id=member.user_id, name=member.name, kind=member.kind,  # type: ignore
+                pool=pool, rating=change.after, rated_at=now,
+                games=(old.games if old else 0) + 1,
+                wins=(old.wins if old else 0) + (score == 1.0),
+                losses=(old.losses if old else 0) + (score == 0.0),
+                draws=(old.draws if old else 0) + (score == 0.5))
 
     def leave(self, member: Member, session: Any) -> None:
         """Forget a connection; the member's last one takes their seeks and challenges."""
@@ -141,8 +216,11 @@ class Lobby:
             raise ProtocolError(f"at most {self.max_open_seeks} open seeks",
                                 code=ErrorCode.CONFLICT)
         seek_id = next(self._ids)
+        mine_rating = owner.rating_in(offer.game)
         partner = next((s for s in self.seeks.values()
-                        if s.owner is not owner and s.offer.matches(offer)), None)
+                        if s.owner is not owner and s.offer.matches(offer)
+                        and s.offer.admits(mine_rating)
+                        and offer.admits(s.owner.rating_in(offer.game))), None)
         if partner is not None:
             self.remove_seek(partner.seek_id)
             return seek_id, partner
@@ -159,6 +237,14 @@ class Lobby:
             raise ProtocolError(f"no open seek {seek_id}", code=ErrorCode.NOT_FOUND)
         if entry.owner is taker:
             raise ProtocolError("you cannot accept your own seek", code=ErrorCode.CONFLICT)
+        if not entry.admits(taker):
+            raise ProtocolError(
+                f"seek {seek_id} is for players rated {entry.offer.rating_min or ''}.."
+                f"{entry.offer.rating_max or ''} in {entry.offer.game}; you are rated "
+                f"{round(taker.rating_in(entry.offer.game))}", code=ErrorCode.FORBIDDEN)
+        if entry.offer.rated and taker.kind == "guest":
+            raise ProtocolError("guests play casual games only: log in to take a rated seek",
+                                code=ErrorCode.FORBIDDEN)
         del self.seeks[seek_id]
         return entry
 

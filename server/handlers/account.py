@@ -27,29 +27,31 @@ async def on_hello(s: Session, m: p.Hello) -> p.ServerMessage:
 
 async def on_register(s: Session, m: p.Register) -> p.ServerMessage:
     user, token = await s.app.accounts.register(m.username, m.password)
-    return _authed(s, m.id, user, token)
+    return await _authed(s, m.id, user, token)
 
 
 async def on_login(s: Session, m: p.Login) -> p.ServerMessage:
     user, token = await s.app.accounts.login(m.username, m.password)
-    return _authed(s, m.id, user, token)
+    return await _authed(s, m.id, user, token)
 
 
 async def on_guest(s: Session, m: p.Guest) -> p.ServerMessage:
     user, token = await s.app.accounts.guest()
-    return _authed(s, m.id, user, token)
+    return await _authed(s, m.id, user, token)
 
 
 async def on_auth_token(s: Session, m: p.AuthToken) -> p.ServerMessage:
     user = await s.app.accounts.by_token(m.token)
-    return _authed(s, m.id, user, m.token)
+    return await _authed(s, m.id, user, m.token)
 
 
-def _authed(s: Session, request_id: int, user: User, token: str) -> p.ServerMessage:
-    s.login(user, token)
+async def _authed(s: Session, request_id: int, user: User, token: str) -> p.ServerMessage:
+    ratings = ([] if user.kind == "guest"
+               else (await s.app.store.ratings.of_users([user.id]))[user.id])
+    s.login(user, token, ratings)
     active = s.app.games.active_of(user.id)  # attached by resume, not here
     log.info("authenticated", extra={"peer": s.peer, "user": user.name, "kind": user.kind})
-    return p.Authed(id=request_id, user=p.User(name=user.name, kind=user.kind),
+    return p.Authed(id=request_id, user=s.me().wire(),
                     session_token=token, active_games=tuple(r.game_id for r in active))
 
 

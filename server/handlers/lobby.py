@@ -15,6 +15,7 @@ from ..lobby import Member, Offer
 from ..rooms import GameRoom, Player
 
 if TYPE_CHECKING:
+    from ..games import Games
     from ..session import Session
 
 
@@ -30,8 +31,24 @@ async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMes
     return p.Ok(id=m.id)
 
 
+def check_rated(offer: Offer, *members: Member) -> None:
+    """A rated offer needs a clock and no guest (ProtocolError saying why otherwise)."""
+    if not offer.rated:
+        return
+    if isinstance(offer.clock, p.Unlimited):
+        raise p.ProtocolError("a game without a clock is casual: leave out rated, or pick "
+                              "a clock", code=p.ErrorCode.BAD_REQUEST)
+    for member in members:
+        if member.kind == "guest":
+            who = "you are" if member is members[0] else f"{member.name} is"
+            raise p.ProtocolError(f"guests play casual games only ({who} a guest): leave "
+                                  "out rated, or log in", code=p.ErrorCode.FORBIDDEN)
+
+
 async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
-    offer = Offer(m.game, dict(m.options), m.clock)
+    offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated), m.rating_min,
+                  m.rating_max)
+    check_rated(offer, s.me())
     seek_id, partner = s.app.lobby.add_seek(s.me(), offer)
     if partner is not None:  # paired at once: game_started, seek_taken, then seek_created
         room = await start_game(s, offer, _shuffled(partner.owner, s.me()))
@@ -61,11 +78,12 @@ async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
     target = lobby.by_name(m.to)
     if target is None:
         raise p.ProtocolError(f"{m.to} is not online", code=p.ErrorCode.NOT_FOUND)
-    entry = lobby.add_challenge(s.me(), target, Offer(m.game, dict(m.options), m.clock),
-                                m.color)
+    offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated))
+    check_rated(offer, s.me(), target)
+    entry = lobby.add_challenge(s.me(), target, offer, m.color)
     target.send(p.event_frame(p.ChallengeReceived(
-        challenge_id=entry.challenge_id, from_=s.me().wire(), game=m.game,
-        options=dict(m.options), clock=m.clock, color=m.color)))
+        challenge_id=entry.challenge_id, from_=s.me().wire_in(m.game), game=m.game,
+        options=dict(m.options), clock=m.clock, color=m.color, rated=m.rated or None)))
     return p.ChallengeCreated(id=m.id, challenge_id=entry.challenge_id)
 
 
@@ -102,10 +120,19 @@ async def on_cancel_challenge(s: Session, m: p.CancelChallenge) -> p.ServerMessa
 
 async def start_game(s: Session, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
     """Start a game between two online members (the first takes seat 0)."""
-    players = (Player(members[0].user_id, members[0].name, members[0].kind),
-               Player(members[1].user_id, members[1].name, members[1].kind))
-    return await s.app.games.start(offer.game, offer.options, offer.clock, players,
-                                   [list(member.sessions) for member in members])
+    return await start_between(s.app.games, offer, members)
+
+
+async def start_between(games: Games, offer: Offer, members: tuple[Member, Member]
+                        ) -> GameRoom:
+    """Start ``offer`` between two online members (the first takes seat 0), each shown
+    with their rating in the game's pool."""
+    players = tuple(Player(member.user_id, member.name, member.kind,
+                           member.shown_rating(offer.game)) for member in members)
+    return await games.start(offer.game, offer.options, offer.clock,
+                             (players[0], players[1]),
+                             [list(member.sessions) for member in members],
+                             rated=offer.rated)
 
 
 def _shuffled(a: Member, b: Member) -> tuple[Member, Member]:
