@@ -220,9 +220,6 @@ class Seek(Message):
 
     def _check(self) -> None:
         set_field(self, "options", normalize_options("seek", self.game, self.options))
-        if (self.rating_min is not None and self.rating_max is not None
-                and self.rating_min > self.rating_max):
-            raise InvalidMessage("seek: rating_min must not be above rating_max")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,10 +15,10 @@ import asyncio
 import gc
 import logging
 import signal
-from datetime import UTC, datetime
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
@@ -26,12 +26,15 @@ from websockets.asyncio.server import Server, ServerConnection
 from .accounts import Accounts, Passwords
 from .config import Settings
 from .games import Games
+from .handlers.lobby import start_between
 from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
-from .lobby import Lobby
+from .ladder import Ladder
+from .lobby import Lobby, Member, Offer
 from .metrics import Metrics
 from .ratelimit import BucketTable
+from .rematch import Rematches
 from .revocation import enforce_revocations
 from .rooms import GameRoom
 from .session import Session
@@ -58,12 +61,19 @@ class App:
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
                            on_rated=self._rated)
         self.history = History(self.games, self.store)
+        self.rematches = Rematches(self.games, self.lobby, self._start)
+        self.lobby.on_left.append(self.rematches.member_left)
+        self.ladder = Ladder(self.lobby, lambda user_id: bool(self.games.active_of(user_id)),
+                             self._start)
         self.routes = Routes(metrics, settings)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         # an account's budgets over all its connections
         self.account_requests = BucketTable(settings.account_rate, settings.account_burst)
         self.account_chat = BucketTable(settings.chat_rate, settings.chat_burst)
+
+    async def _start(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
+        return await start_between(self.games, offer, members)
 
     def _rated(self, room: GameRoom, changes: GameRatings) -> None:
         """A rated game ended: its players' new ratings, for the lobby and the ladder."""
@@ -125,6 +135,7 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 app.tasks.spawn(enforce_revocations(app.store, lambda: app.sessions,
                                                     settings.revocation_poll_s),
                                 name="tessera-revocations")
+                app.tasks.spawn(app.ladder.run(settings.ladder_round_s), name="tessera-ladder")
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -140,6 +141,8 @@ class Lobby:
         self.subscribers: set[Any] = set()
         self.max_open_seeks = max_open_seeks
         self._ids = itertools.count(1)
+        # told of a member whose last connection closed (rematch offers lapse, the ladder)
+        self.on_left: list[Callable[[int], None]] = []
 
     # -- presence ------------------------------------------------------------------------------
     def join(self, user_id: int, name: str, kind: str, session: Any,
@@ -191,6 +194,8 @@ class Lobby:
                    if member in (c.challenger, c.target)]:
             self.end_challenge(ch, "cancelled")
         self._tell_subscribers(PlayerOffline(name=member.name))
+        for listener in self.on_left:
+            listener(member.user_id)
 
     def by_name(self, name: str) -> Member | None:
         return self._by_name.get(name.lower())

@@ -46,6 +46,8 @@ def check_rated(offer: Offer, *members: Member) -> None:
 
 
 async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
+    if m.rating_min is not None and m.rating_max is not None and m.rating_min > m.rating_max:
+        raise p.BadRequest("seek: rating_min is above rating_max", request_id=m.id)
     offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated), m.rating_min,
                   m.rating_max)
     check_rated(offer, s.me())
