@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import subprocess
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -244,3 +246,25 @@ async def test_the_leaderboard_lists_established_ratings_best_first(server: Live
         (1, "dot"), (2, "ann"), (3, "cid"), (4, "eve")]  # bea is provisional
     top = board.standings[0].user.rating
     assert top is not None and (top.rating, top.games, top.provisional) == (1900, 30, False)
+
+
+def run_verify(db_url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "server", "ratings", "verify", "--db", db_url],
+                          capture_output=True, text=True, timeout=120)
+
+
+async def test_ratings_verify_exits_1_on_a_difference(server: Live) -> None:
+    alice, bob = await both_registered(server.clients)
+    game = await rated_game(alice, bob)
+    await play_out(game, random.Random(7))
+    run = await asyncio.to_thread(run_verify, server.settings.db_url)
+    assert run.returncode == 0, run.stderr
+    assert "1 rated games, 0 differences" in run.stdout
+    store = server.running.app.store
+    async with store.engine.begin() as conn:
+        await conn.exec_driver_sql("UPDATE game_ratings SET rating_after = rating_after + 0.01"
+                                   " WHERE seat = 1")
+    run = await asyncio.to_thread(run_verify, server.settings.db_url)
+    assert run.returncode == 1
+    assert f"game {game.game_id} seat 1: after" in run.stdout
+    assert "1 differences" in run.stderr
