@@ -3,9 +3,9 @@
 A bot joins the ladder of some games (``ladder_join``). Every ``ladder_round_s`` seconds
 each game's round pairs the bots that are on its ladder, online and idle (in no game):
 sorted by rating in the game's pool, each one is paired with the nearest in rating that
-was not its last opponent in that game (a repeat is allowed only when the two are the only
-idle bots), and the bot that has had the first seat less often takes it (ties: the lower
-rated). A bot in a game is paired in the first round after it finishes. The games are
+was not its last opponent in that game (a repeat only when the two are the only bots on
+the game's ladder; otherwise a bot with nobody new idle waits for the next round), and the
+bot that has had the first seat less often takes it (ties: the lower rated). A bot in a game is paired in the first round after it finishes. The games are
 rated, with the game's default options and the ladder's clock; they are ordinary games, so
 a bot that disconnects loses on time as any player would. What the ladder remembers (last
 opponents, seats) is in memory: a restart forgets it, not the ratings.
@@ -75,10 +75,11 @@ class Ladder:
         started: list[GameRoom] = []
         taken: set[int] = set()  # a bot on two ladders plays one game a round
         for game in sorted({game for games in self.games_of.values() for game in games}):
-            idle = [member for user_id in self.members(game)
-                    if user_id not in taken and not self._busy(user_id)
-                    and (member := self._lobby.members.get(user_id)) is not None]
-            for first, second in self.pairs(game, idle):
+            online = [member for user_id in self.members(game)
+                      if (member := self._lobby.members.get(user_id)) is not None]
+            idle = [member for member in online
+                    if member.user_id not in taken and not self._busy(member.user_id)]
+            for first, second in self.pairs(game, idle, alone=len(online) == 2):
                 taken.update((first.user_id, second.user_id))
                 offer = Offer(game, dict(engine.get_game(game).new().options), self.clock, True)
                 try:
@@ -92,8 +93,10 @@ class Ladder:
                 self._firsts[game, second.user_id] -= 1
         return started
 
-    def pairs(self, game: str, idle: list[Member]) -> list[tuple[Member, Member]]:
-        """The round's pairs among ``idle``, seat 0 first (see the module docstring)."""
+    def pairs(self, game: str, idle: list[Member], *, alone: bool = False
+              ) -> list[tuple[Member, Member]]:
+        """The round's pairs among ``idle``, seat 0 first (see the module docstring);
+        ``alone``: these two are the only bots on the game's ladder (they may play again)."""
         ranked = sorted(idle, key=lambda member: (member.rating_in(game), member.user_id))
         free = list(ranked)
         pairs = []
@@ -106,8 +109,8 @@ class Ladder:
                      if self._last.get((game, bot.user_id)) != other.user_id]
             if fresh:
                 other = fresh[0]
-            elif len(ranked) == 2:
-                other = choices[0]  # only the two of them: they play again
+            elif alone:
+                other = choices[0]  # only the two of them on the ladder: they play again
             else:
                 continue  # nobody new for this one this round
             free.remove(other)
