@@ -5,7 +5,8 @@ each game's round pairs the bots that are on its ladder, online and idle (in no 
 sorted by rating in the game's pool, each one is paired with the nearest in rating that
 was not its last opponent in that game (a repeat only when the two are the only bots on
 the game's ladder; otherwise a bot with nobody new idle waits for the next round), and the
-bot that has had the first seat less often takes it (ties: the lower rated). A bot in a game is paired in the first round after it finishes. The games are
+bot that has had the first seat less often takes it (ties: the lower rated). A bot in a
+game is paired in the first round after it finishes. The games are
 rated, with the game's default options and the ladder's clock; they are ordinary games, so
 a bot that disconnects loses on time as any player would. What the ladder remembers (last
 opponents, seats) is in memory: a restart forgets it, not the ratings.

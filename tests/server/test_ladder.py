@@ -5,6 +5,7 @@ standings over the protocol and from ``tessera ladder standings``."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -61,7 +62,7 @@ async def test_six_bots_over_several_rounds(serve: Serve) -> None:
             firsts[second] -= 1
         assert set(opponents) == set(BOTS)
         for name, faced in opponents.items():
-            assert all(a != b for a, b in zip(faced, faced[1:], strict=False)), (name, faced)
+            assert all(a != b for a, b in itertools.pairwise(faced)), (name, faced)
             assert len(set(faced)) >= 2
         assert all(abs(balance) <= 2 for balance in firsts.values()), firsts
         assert await verify(store, live.settings.rating_period_s) == []
