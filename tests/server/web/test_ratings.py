@@ -60,7 +60,7 @@ def test_a_rated_game_its_changes_and_a_rematch(tabs: Tabs, web_server: WebServe
     assert names[1] in (a.text_content(".rematch-status") or "")
     a.click("button.accept-rematch")
     for page in (a, b):
-        page.wait_for_function(f"!location.pathname.endsWith('{first_game}')")
+        page.wait_for_url(lambda url: not url.endswith(first_game))
         page.wait_for_selector(".board .cell")
     assert game_id_of(a) == game_id_of(b) != first_game
     assert seat_of(a) == 1 - seats[names[0]] and seat_of(b) == 1 - seats[names[1]]
@@ -117,8 +117,7 @@ def test_the_leaderboard_lists_established_ratings(tabs: Tabs, web_server: WebSe
                                     "els => els.slice(0, 3).map(e => e.dataset.user)")
     assert top == [bot, people[2], people[0]]  # people[1] is provisional: not listed
     page.check(".leaderboard input[name=humans]")
-    page.wait_for_function(
-        f"document.querySelector('table.standings tbody tr').dataset.user === '{people[2]}'")
+    page.wait_for_selector(f'table.standings tbody tr:first-child[data-user="{people[2]}"]')
     page.click(f"table.standings a:text-is('{people[2]}')")
     page.wait_for_selector(".profile table.pools")
     assert "2902" in (page.text_content('table.pools tr[data-game="yodd"]') or "")
