@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import protocol as p
@@ -26,11 +28,20 @@ def register(page: Page, name: str) -> None:
     page.wait_for_selector(f".account .me:text-is('{name}')")
 
 
+def log_in(page: Page, name: str) -> None:
+    page.click("button.login-open")
+    page.fill("dialog.login input[name=username]", name)
+    page.fill("dialog.login input[name=password]", "correct horse battery")
+    page.click("dialog.login button[type=submit]")
+    page.wait_for_selector(f".account .me:text-is('{name}')")
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:6]}"
 
 
-def test_a_rated_game_its_changes_and_a_rematch(tabs: Tabs, web_server: WebServer) -> None:
+def test_a_rated_game_its_changes_and_a_rematch(tabs: Tabs, web_server: WebServer,
+                                                shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     names = unique("ra"), unique("rb")
     register(a, names[0])
@@ -53,6 +64,7 @@ def test_a_rated_game_its_changes_and_a_rematch(tabs: Tabs, web_server: WebServe
         changes = page.eval_on_selector_all(".rating-changes li .change",
                                             "els => els.map(e => e.textContent)")
         assert all(text.startswith("1500 → ") for text in changes), changes
+    shoot(a, "rated-game-over")
     seats = {names[0]: seat_of(a), names[1]: seat_of(b)}
     # a rematch: offered on one page, accepted on the other; both go to the new game
     b.click("button.rematch")
@@ -69,17 +81,25 @@ def test_a_rated_game_its_changes_and_a_rematch(tabs: Tabs, web_server: WebServe
     assert name_row.startswith(names[1] + " 1") and name_row.endswith("?"), name_row
 
 
-def test_ratings_beside_names_in_the_lobby_and_a_profile_chart(tabs: Tabs,
-                                                               web_server: WebServer) -> None:
+def test_ratings_beside_names_in_the_lobby_and_a_profile_chart(
+        tabs: Tabs, web_server: WebServer, shoot: Callable[..., Path]) -> None:
     name, other = unique("pa"), unique("pb")
     played = run(_rated_games(web_server, name, other, 3))
     lobby = tabs.open("/")
     lobby.wait_for_selector("table.seeks")
-    # a seek of the rated player shows their Hadron rating beside their name
-    seek = run(_seek_as(web_server, name))
-    row = lobby.locator(f'table.seeks tr[data-seek="{seek}"] td.who')
+    # a seek of the rated player's (on a page of theirs) shows their Hadron rating beside
+    # their name in the lobby, and the online list shows it too
+    theirs = tabs.open("/")
+    log_in(theirs, name)
+    fill_offer(theirs, "hadron", {"size": 5}, "fischer", minutes=7, increment=7)
+    theirs.click("form.new-game button[type=submit]")
+    row = lobby.locator("table.seeks tr[data-seek] td.who", has_text=name)
     row.wait_for()
     text = row.text_content() or ""
+    online = lobby.locator(f'ul.players li[data-user="{name}"]')
+    online.wait_for()
+    assert "Hadron 1" in (online.text_content() or "")
+    theirs.context.close()  # the seek goes with its page, before other tests seek
     assert text.startswith(name + " ") and text.split()[-1].rstrip("?").isdigit(), text
     # the profile: the pool's line and its history drawn, one point a game
     profile = tabs.open(f"/profile/{name}")
@@ -90,9 +110,11 @@ def test_ratings_beside_names_in_the_lobby_and_a_profile_chart(tabs: Tabs,
     line = profile.text_content('table.pools tr[data-game="hadron"]') or ""
     assert f"{played}" in line
     assert profile.locator("ul.game-links li").count() == played
+    shoot(profile, "profile")
 
 
-def test_the_leaderboard_lists_established_ratings(tabs: Tabs, web_server: WebServer) -> None:
+def test_the_leaderboard_lists_established_ratings(tabs: Tabs, web_server: WebServer,
+                                                   shoot: Callable[..., Path]) -> None:
     people = [unique("la"), unique("lb"), unique("lc")]
     bot = unique("lbot")
     for name in people:
@@ -109,13 +131,14 @@ def test_the_leaderboard_lists_established_ratings(tabs: Tabs, web_server: WebSe
                        "rated_at, games, wins, losses, draws) VALUES (?, 'yodd', ?, ?, 0.06, ?, "
                        "20, 12, 8, 0)", (ids[name], rating, deviation, now))
     page = tabs.open("/")
-    page.click("nav.nav a")
+    page.click("nav.top-nav a")
     page.wait_for_selector(".leaderboard")
     page.click(".pools-nav a:text-is('Yodd')")
     page.wait_for_selector("table.standings")
     top = page.eval_on_selector_all("table.standings tbody tr",
                                     "els => els.slice(0, 3).map(e => e.dataset.user)")
     assert top == [bot, people[2], people[0]]  # people[1] is provisional: not listed
+    shoot(page, "leaderboard")
     page.check(".leaderboard input[name=humans]")
     page.wait_for_selector(f'table.standings tbody tr:first-child[data-user="{people[2]}"]')
     page.click(f"table.standings a:text-is('{people[2]}')")
@@ -147,14 +170,3 @@ async def _rated_games(server: WebServer, name: str, other: str, count: int) -> 
     return count
 
 
-async def _seek_as(server: WebServer, name: str) -> int:
-    conn = await Connection.open(server.ws_url, client="web-test")
-    authed = await conn.call(p.Login, username=name, password="correct horse battery")
-    assert isinstance(authed, p.Authed)
-    created = await conn.call(p.Seek, game="hadron", options={"size": 5},
-                              clock=p.Fischer(base_ms=300_000, increment_ms=0))
-    _KEPT.append(conn)  # the seek lasts as long as its connection
-    return int(created.seek_id)
-
-
-_KEPT: list[Connection] = []

@@ -310,7 +310,7 @@ export class GameView {
     const offer = this.rematchOffer;
     const other = this.snap.players[1 - seat].name;
     if (offer === undefined || offer === null) {
-      box.replaceChildren(h("button", { type: "button", class: "primary rematch", onclick: ask("offer_rematch") }, "Rematch"),
+      fill(box, h("button", { type: "button", class: "primary rematch", onclick: ask("offer_rematch") }, "Rematch"),
         this.rematchNote ? h("span", { class: "muted", text: ` ${this.rematchNote}` }) : null);
     } else if (offer === seat) {
       box.replaceChildren(h("span", { class: "rematch-status", text: `Rematch offered to ${other}… ` }),
