@@ -20,7 +20,7 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check engine protocol server clients migrations tests
 	$(BIN)/mypy
-	$(BIN)/mypy --strict engine protocol server
+	$(BIN)/mypy --strict engine protocol server clients
 
 test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

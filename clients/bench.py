@@ -498,6 +498,9 @@ def _run_loadgens(mode: str, url: str, workdir: Path, shares: list[int], seconds
     return [json.loads(out.read_text()) for _, _, out in gens]
 
 
+BENCH_CONNECTIONS_PER_ADDRESS = 1_000_000  # the open-files limit still caps the total
+
+
 def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = None
            ) -> tuple[Proc, str]:
     """The server as shipped; with ``stages``, timed stage by stage by
@@ -506,7 +509,10 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
     module = (["-m", "server"] if stages is None
               else ["-m", "tests.tools.movecost", str(stages)])
     args = [*module, "serve", "--port", "0", "--db", db_url,
-            "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning"]
+            "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning",
+            "--guests-per-hour", "0",  # every guest comes from one address here
+            # every simulated client comes from this machine's one address
+            "--max-connections-per-address", str(BENCH_CONNECTIONS_PER_ADDRESS)]
     if loop is not None:
         args += ["--loop", loop]
     return start(args, workdir / f"{name}.port", workdir / f"{name}.log"), db_url

@@ -184,7 +184,8 @@ async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: 
     rng = random.Random(seed)
     db_path = workdir / "chaos.db"
     db_url = f"sqlite+aiosqlite:///{db_path}"
-    server = LocalServer(workdir, db_url=db_url)
+    # every guest comes from this machine's one address: no per-address guest limit
+    server = LocalServer(workdir, db_url=db_url, extra_args=["--guests-per-hour", "0"])
     server.start()
     url = server.url
     ledger = Ledger()

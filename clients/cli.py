@@ -28,6 +28,7 @@ CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("clients.export", "re-play match records through the engine"),
     "bench": ("clients.bench", "load benchmark of a real server"),
     "chaos": ("clients.chaos", "crash test: kill the server during live games"),
+    "siege": ("clients.siege.cli", "hostile traffic against a server, with canaries"),
     "ladder": ("clients.ladder", "the bot ladder's standings: tessera ladder standings GAME"),
 }
 

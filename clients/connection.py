@@ -58,11 +58,17 @@ class Connection:
 
     @classmethod
     async def open(cls, url: str = DEFAULT_URL, *, client: str = "tessera-client",
-                   open_timeout: float = 10.0, origin: str | None = None) -> Connection:
-        """Connect and say hello; the server's welcome is kept in ``welcome``."""
+                   open_timeout: float = 10.0, origin: str | None = None,
+                   local_addr: tuple[str, int] | None = None) -> Connection:
+        """Connect and say hello; the server's welcome is kept in ``welcome``.
+
+        ``local_addr`` binds the client's end (``tessera siege`` speaks from several
+        loopback addresses, as several hosts would).
+        """
+        extra: dict[str, Any] = {} if local_addr is None else {"local_addr": local_addr}
         ws = await websockets.connect(url, max_size=p.MAX_SERVER_FRAME_BYTES, compression=None,
                                       open_timeout=open_timeout,
-                                      origin=origin)  # type: ignore[arg-type]
+                                      origin=origin, **extra)  # type: ignore[arg-type]
         conn = cls(ws)
         try:
             welcome = await conn.call(p.Hello, version=p.PROTOCOL_VERSION, client=client)

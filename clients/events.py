@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import protocol as p
 
@@ -47,8 +47,8 @@ def handler(event: p.ServerMessage, *sinks: object) -> Callable[[Any], Any]:
                              "handles it")
     for sink in sinks:
         method = getattr(sink, name, None)
-        if method is not None:
-            return method
+        if callable(method):
+            return cast(Callable[[Any], Any], method)
     names = ", ".join(type(s).__name__ for s in sinks)
     raise UnhandledEvent(f"no {name} for {event.TAG!r} in {names}")
 

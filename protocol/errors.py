@@ -64,6 +64,9 @@ CLOSE_TOO_BIG = 1009
 """A frame exceeded what the WebSocket layer accepts."""
 CLOSE_INTERNAL_ERROR = 1011
 """The server failed; reconnect and resume."""
+CLOSE_TOO_SLOW_TO_START = 4408
+"""No ``hello`` within the server's hello deadline, or no login within its authentication
+deadline (by a connection that watches nothing): connect when you are ready to talk."""
 
 
 class ProtocolError(Exception):

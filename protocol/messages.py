@@ -25,6 +25,7 @@ from protocol.limits import (
     DEFAULT_LIST_LIMIT,
     MAX_CHAT_CHARS,
     MAX_ERROR_MESSAGE_CHARS,
+    MAX_INT32,
     MAX_LIST_LIMIT,
     MAX_LISTED_MOVES,
     MAX_NOTE_CHARS,
@@ -679,12 +680,16 @@ class GameState(Message):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Lobby(Message):
-    """Answer to ``lobby_subscribe``: open seeks and users online."""
+    """Answer to ``lobby_subscribe``: open seeks and users online, the oldest first; a
+    server shows at most so many of each and counts the rest in ``more_seeks`` and
+    ``more_players`` (absent when it shows them all)."""
 
     TAG = "lobby"
     id: RequestId
     seeks: Annotated[Sequence[OpenSeek], Items(0, MAX_LISTED)]
     players: Annotated[Sequence[User], Items(0, MAX_LISTED)]
+    more_seeks: Annotated[int, Ints(1, MAX_INT32)] | None = None
+    more_players: Annotated[int, Ints(1, MAX_INT32)] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

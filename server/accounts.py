@@ -1,60 +1,120 @@
 """Accounts: registration, password logins with lockout, guests, and bearer tokens.
 
 Passwords are hashed with argon2id (argon2-cffi) on a pool of one thread per CPU, so
-hashing never stalls the event loop and a burst of logins waits its turn rather than
-crowding out everything else. Tokens (session tokens handed out at login, bot tokens made by the
-admin CLI) are random, shown once, stored as sha256 digests and looked up by digest.
+hashing never stalls the event loop, behind a bounded queue: a burst of logins waits its
+turn up to ``hash_queue`` hashes (about a second), and beyond that a login or registration
+is refused at once with ``rate_limited`` and a retry time, so what strangers send cannot
+make a real login wait long. Tokens (session tokens handed out at login, bot tokens made by
+the admin CLI) are random, shown once, stored as sha256 digests and looked up by digest.
+
+Per client address, logins and registrations (each costs a hash) and new guests are
+rationed by token buckets (settings ``address_*``); wrong passwords lock an (account,
+address) pair for a while (:mod:`server.lockout`). Guests are written in batches off the
+move path and swept when they never played (:mod:`server.guests`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, TypeVar
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from protocol import ErrorCode, ProtocolError
 
+from .lockout import Lockout
+from .ratelimit import address_key, per_address
 from .storage import NameTaken, Store, User
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .guests import GuestMaker
+
+T = TypeVar("T")
+
+
+class HashQueueFull(Exception):
+    """The hash queue is full: try again in ``retry_after_s``."""
+
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(f"the password hash queue is full; retry in {retry_after_s:.2f} s")
+        self.retry_after_s = retry_after_s
 
 
 class Passwords:
-    """argon2id hashing on a pool of threads of its own, owned by whoever made it.
+    """argon2id hashing on a pool of threads of its own, behind a bounded queue.
 
     Hashes run on at most one thread per CPU: a burst of logins then queues here instead of
     taking every core (and 64 MiB each) from the rest, and the event loop never waits for
-    one. ``close()`` stops the pool (the server does, on its way out).
+    one. With ``max_queued``, at most that many hashes run or wait: one more raises
+    :class:`HashQueueFull` at once, with the time the queue needs to drain (from the
+    hashes' measured duration). ``close()`` stops the pool (the server does, on its way out).
     """
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, max_queued: int | None = None) -> None:
         self._hasher = PasswordHasher()  # argon2id with the library's recommended parameters
-        self._pool = ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1,
+        self.threads = threads or os.cpu_count() or 1
+        if max_queued is not None and max_queued < 1:
+            raise ValueError(f"max_queued must be >= 1, not {max_queued}")
+        self.max_queued = max_queued
+        self.queued = 0  # hashes running or waiting
+        self.refused = 0  # hashes refused because the queue was full
+        self.hash_s = 0.25  # a hash's duration, measured (a moving average)
+        self._pool = ThreadPoolExecutor(max_workers=self.threads,
                                         thread_name_prefix="tessera-argon2")
         self._dummy: str | None = None
 
+    def retry_after_s(self) -> float:
+        """About how long the hashes queued now take to finish."""
+        return self.hash_s * max(1, self.queued) / self.threads
+
+    def has_room(self) -> bool:
+        return self.max_queued is None or self.queued < self.max_queued
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        if not self.has_room():  # decided now, before anything is awaited: no race
+            self.refused += 1
+            raise HashQueueFull(self.retry_after_s())
+        self.queued += 1
+
+        def timed() -> T:
+            started = time.perf_counter()
+            try:
+                return work()
+            finally:
+                self.hash_s += (time.perf_counter() - started - self.hash_s) / 8
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, timed)
+        finally:
+            self.queued -= 1
+
     async def hash(self, password: str) -> str:
-        return await asyncio.get_running_loop().run_in_executor(
-            self._pool, self._hasher.hash, password)
+        return await self._run(lambda: self._hasher.hash(password))
 
     async def verify(self, password_hash: str | None, password: str) -> bool:
         """Whether ``password`` matches; with no hash (no such user, or a bot), a dummy
-        hash is checked so that both cases take as long."""
-        if password_hash is None:
-            if self._dummy is None:
-                self._dummy = await self.hash(secrets.token_hex(16))
-            password_hash = self._dummy
+        hash is checked so that both cases take as long (and queue the same way)."""
 
         def check() -> bool:
+            stored = password_hash
+            if stored is None:
+                if self._dummy is None:
+                    self._dummy = self._hasher.hash(secrets.token_hex(16))
+                stored = self._dummy
             try:
-                return self._hasher.verify(password_hash, password)
+                return self._hasher.verify(stored, password)
             except (VerificationError, InvalidHashError):
                 return False
 
-        return await asyncio.get_running_loop().run_in_executor(self._pool, check)
+        return await self._run(check)
 
     def needs_rehash(self, password_hash: str) -> bool:
         return self._hasher.check_needs_rehash(password_hash)
@@ -63,61 +123,91 @@ class Passwords:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-class Accounts:
-    """The account operations behind register, login, guest and auth_token."""
+def _rate_limited(what: str, wait_s: float) -> ProtocolError:
+    return ProtocolError(f"{what}; try again later", code=ErrorCode.RATE_LIMITED,
+                         retry_after_ms=int(wait_s * 1000) + 1)
 
-    def __init__(self, store: Store, passwords: Passwords, *, lockout_after: int = 5,
-                 lockout_base_s: float = 30.0) -> None:
+
+def _locked_out(wait_s: float) -> ProtocolError:
+    return ProtocolError("too many failed logins; try again later", code=ErrorCode.LOCKED_OUT,
+                         retry_after_ms=int(wait_s * 1000) + 1)
+
+
+class Accounts:
+    """The account operations behind register, login, guest and auth_token.
+
+    ``address`` is the client's address as the connection saw it (``Session.peer``).
+    """
+
+    def __init__(self, store: Store, passwords: Passwords, guests: GuestMaker,
+                 settings: Settings) -> None:
         self.store = store
         self.passwords = passwords
-        self.lockout_after = lockout_after
-        self.lockout_base_s = lockout_base_s
+        self.guests = guests
+        self.lockout = Lockout(settings.login_lockout_after, settings.login_lockout_base_s,
+                               settings.login_lockout_max_s)
+        self.address_logins = per_address(settings.address_logins_per_minute / 60,
+                                          settings.address_login_burst)
+        self.address_guests = per_address(settings.address_guests_per_hour / 3600,
+                                          settings.address_guest_burst)
 
-    def _lock_for(self, failures: int) -> timedelta:
-        """Lockouts double with each failure past the limit, up to a day."""
-        extra = max(0, failures - self.lockout_after)
-        return timedelta(seconds=min(86_400.0, self.lockout_base_s * 2**extra))
+    def _take_login(self, address: str) -> None:
+        """Spend one of the address's logins (a hash), or refuse with rate_limited."""
+        if self.address_logins is not None:
+            wait = self.address_logins.take(address_key(address))
+            if wait:
+                raise _rate_limited("too many logins from your address", wait)
 
-    async def register(self, name: str, password: str) -> tuple[User, str]:
-        password_hash = await self.passwords.hash(password)
+    async def register(self, name: str, password: str, address: str = "?"
+                       ) -> tuple[User, str]:
+        self._take_login(address)
+        try:
+            password_hash = await self.passwords.hash(password)
+        except HashQueueFull as exc:
+            raise _rate_limited("the server is busy checking passwords",
+                                exc.retry_after_s) from None
         try:
             user = await self.store.create_user(name, "human", password_hash=password_hash)
         except NameTaken:
             raise ProtocolError(f"the name {name!r} is taken", code=ErrorCode.NAME_TAKEN) from None
         return user, await self.new_session(user)
 
-    async def login(self, name: str, password: str) -> tuple[User, str]:
+    async def login(self, name: str, password: str, address: str = "?") -> tuple[User, str]:
+        """Check a password. A lock of this (account, address) pair refuses the attempt
+        before any hash, without counting it; a wrong password counts once its hash has
+        said so (``Lockout.failed`` decides, after the fact, whether it still counts)."""
+        self._take_login(address)
         user = await self.store.get_user_by_name(name)
-        now = datetime.now(UTC)
-        if user is not None and user.is_locked(now):
-            assert user.locked_until is not None
-            wait = int((user.locked_until - now).total_seconds() * 1000) + 1
-            exc = ProtocolError("too many failed logins; try again later",
-                                code=ErrorCode.LOCKED_OUT, retry_after_ms=wait)
-            raise exc
-        ok = await self.passwords.verify(user.password_hash if user is not None else None,
-                                         password)
+        key = (user.id, address_key(address)) if user is not None else None
+        if key is not None and (wait := self.lockout.locked_for(key)):
+            raise _locked_out(wait)
+        try:
+            ok = await self.passwords.verify(
+                user.password_hash if user is not None else None, password)
+        except HashQueueFull as exc:
+            raise _rate_limited("the server is busy checking passwords",
+                                exc.retry_after_s) from None
         if user is None or not user.password_hash or not ok:
-            if user is not None:
-                await self.store.record_login_failure(
-                    user.id, now=now, max_failures=self.lockout_after, lock_for=self._lock_for)
+            if key is not None:
+                counted, wait = self.lockout.failed(key)
+                if not counted:  # another attempt's failure locked the pair meanwhile
+                    raise _locked_out(wait)
             raise ProtocolError("wrong username or password",
                                 code=ErrorCode.INVALID_CREDENTIALS)
-        if user.failed_logins:
-            await self.store.reset_failures(user.id)
-        if self.passwords.needs_rehash(user.password_hash):
-            await self.store.set_password_hash(user.id, await self.passwords.hash(password))
+        if key is not None:
+            self.lockout.succeeded(key)
+        if self.passwords.needs_rehash(user.password_hash) and self.passwords.has_room():
+            with contextlib.suppress(HashQueueFull):  # else it waits for the next login
+                await self.store.set_password_hash(user.id, await self.passwords.hash(password))
         return user, await self.new_session(user)
 
-    async def guest(self) -> tuple[User, str]:
-        for _ in range(5):
-            name = f"guest-{secrets.token_hex(4)}"
-            try:
-                user = await self.store.create_user(name, "guest")
-            except NameTaken:
-                continue
-            return user, await self.new_session(user)
-        raise ProtocolError("could not make a guest name", code=ErrorCode.INTERNAL_ERROR)
+    async def guest(self, address: str = "?") -> tuple[User, str]:
+        """A new guest account and its session token, unless the address made its share."""
+        if self.address_guests is not None:
+            wait = self.address_guests.take(address_key(address))
+            if wait:
+                raise _rate_limited("too many new guests from your address", wait)
+        return await self.guests.make()
 
     async def by_token(self, token: str) -> User:
         user = await self.store.user_for_token(token)

@@ -23,15 +23,19 @@ from datetime import UTC, datetime
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
+from . import memory, wsio
 from .accounts import Accounts, Passwords
+from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
 from .games import Games
+from .guests import GuestMaker, sweep_guests_forever
 from .handlers.lobby import start_between
 from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
 from .ladder import Ladder
 from .lobby import Lobby, Member, Offer
+from .logs import AcceptFailureLog
 from .metrics import Metrics
 from .ratelimit import BucketTable
 from .rematch import Rematches
@@ -44,6 +48,8 @@ from .wsio import Outbox
 
 log = logging.getLogger(__name__)
 
+IDLE_SWEEP_S = 60.0  # how often idle rate-limit buckets and lockout entries are dropped
+
 
 class App:
     """What every connection handler needs, made once per server and closed with it."""
@@ -53,11 +59,10 @@ class App:
         self.store = storage.store
         self.metrics = metrics
         self.tasks = Tasks()
-        self.passwords = Passwords()
-        self.accounts = Accounts(self.store, self.passwords,
-                                 lockout_after=settings.login_lockout_after,
-                                 lockout_base_s=settings.login_lockout_base_s)
-        self.lobby = Lobby(rating_period_s=settings.rating_period_s)
+        self.passwords = Passwords(max_queued=settings.hash_queue or None)
+        self.guests = GuestMaker(self.store)
+        self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
+        self.lobby = Lobby(settings)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
                            on_rated=self._rated)
         self.history = History(self.games, self.store)
@@ -65,7 +70,9 @@ class App:
         self.lobby.on_left.append(self.rematches.member_left)
         self.ladder = Ladder(self.lobby, lambda user_id: bool(self.games.active_of(user_id)),
                              self._start)
-        self.routes = Routes(metrics, settings)
+        self.files = open_files_limit()
+        self.admission = Admission(settings, self.files, metrics.handshakes_cut.inc)
+        self.routes = Routes(metrics, settings, self.admission)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         # an account's budgets over all its connections
@@ -91,10 +98,30 @@ class App:
             self.sessions.discard(session)
             self.metrics.connections.dec()
 
+    def sweep_idle(self, now: float | None = None) -> int:
+        """Drop what strangers left in memory and no longer matters: rate-limit buckets
+        that have refilled, failed-login pairs long quiet; how many entries went."""
+        tables = (self.account_requests, self.account_chat, self.accounts.address_logins,
+                  self.accounts.address_guests, self.accounts.lockout)
+        return sum(table.sweep(now) for table in tables if table is not None)
+
+    async def sweep_idle_forever(self, interval_s: float = IDLE_SWEEP_S) -> None:
+        """Every ``interval_s``: :meth:`sweep_idle`, then hand the free memory back to the
+        system (in a thread: ``memory.give_back``)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            self.sweep_idle()
+            await asyncio.to_thread(memory.give_back)
+
+    def online_user_ids(self) -> set[int]:
+        """The accounts connected to this server now."""
+        return {s.user.id for s in self.sessions if s.user is not None}
+
     async def close(self) -> None:
         """Stop the games' timers and the background work; release the password threads."""
         self.games.close()
         await self.tasks.close()
+        await self.guests.close()
         self.passwords.close()
 
 
@@ -116,6 +143,9 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
                             on_commit=metrics.commit_batch.observe) as storage:
         app = App(settings, storage, metrics)
+        loop = asyncio.get_running_loop()
+        accept_log = AcceptFailureLog(settings.accept_error_log_s, metrics.accept_failures.inc)
+        accept_log.install(loop)
         try:
             await app.games.restore()
             async with websockets.serve(
@@ -125,17 +155,24 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
                 close_timeout=settings.close_timeout,
                 max_queue=16, server_header=None, reuse_port=settings.reuse_port,
+                create_connection=wsio.reporting_connection(app.admission.handshakes.accepted),
             ) as ws_server:
                 port = next(iter(ws_server.sockets)).getsockname()[1]
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,
                                                port)
                 log.info("listening", extra={"host": settings.host, "port": port,
                                              "db": redact_url(settings.db_url),
-                                             "games_in_progress": len(app.games)})
+                                             "games_in_progress": len(app.games),
+                                             **describe_caps(app.admission, app.files)})
                 app.tasks.spawn(enforce_revocations(app.store, lambda: app.sessions,
                                                     settings.revocation_poll_s),
                                 name="tessera-revocations")
                 app.tasks.spawn(app.ladder.run(settings.ladder_round_s), name="tessera-ladder")
+                app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
+                if settings.guest_ttl_s > 0:
+                    app.tasks.spawn(sweep_guests_forever(
+                        app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,
+                        app.online_user_ids), name="tessera-guest-sweep")
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:
@@ -145,6 +182,7 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                     await house.stop()
         finally:
             await app.close()
+            accept_log.uninstall(loop)
     log.info("stopped: everything acknowledged is stored")
 
 

@@ -54,6 +54,37 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--rate", type=float, default=20.0,
                        help="requests per second per connection, with bursts of twice that "
                             "(default: %(default)s)")
+    limits = serve.add_argument_group(
+        "accounts under siege", "Per client address (an IPv6 address counts by its /64; "
+        "behind a reverse proxy every client has the proxy's address, so raise these there); "
+        "0 switches a limit off. Refusals are rate_limited with retry_after_ms.")
+    limits.add_argument("--logins-per-minute", type=float, default=30.0, metavar="N",
+                        help="logins and registrations per address a minute, in bursts of "
+                             "--login-burst (default: %(default)s)")
+    limits.add_argument("--login-burst", type=int, default=30, metavar="N",
+                        help="logins one address may make at once (default: %(default)s)")
+    limits.add_argument("--guests-per-hour", type=float, default=60.0, metavar="N",
+                        help="new guest accounts per address an hour, in bursts of "
+                             "--guest-burst (default: %(default)s)")
+    limits.add_argument("--guest-burst", type=int, default=20, metavar="N",
+                        help="guests one address may make at once (default: %(default)s)")
+    limits.add_argument("--hash-queue", type=int, default=8, metavar="N",
+                        help="password hashes running or waiting; one more login or "
+                             "registration is refused at once; 0: no bound (default: "
+                             "%(default)s, about a second of hashing on 2 cores)")
+    limits.add_argument("--lockout-after", type=int, default=5, metavar="N",
+                        help="wrong passwords from one address before that address is "
+                             "locked out of the account (default: %(default)s)")
+    limits.add_argument("--lockout", type=float, default=30.0, metavar="S",
+                        help="the first lock, in seconds, doubled by each later one "
+                             "(default: %(default)s)")
+    limits.add_argument("--lockout-max", type=float, default=900.0, metavar="S",
+                        help="the longest lock, at most 900 (default: %(default)s)")
+    limits.add_argument("--guest-ttl", type=float, default=86_400.0, metavar="S",
+                        help="delete guests that never played this many seconds after they "
+                             "were last seen; 0: keep them (default: %(default)s, a day)")
+    limits.add_argument("--guest-sweep-every", type=float, default=600.0, metavar="S",
+                        help="how often guests are swept (default: %(default)s)")
     serve.add_argument("--ready-file", help="write the listening port to this file once ready "
                        "(for scripts and tests)")
     serve.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], default="auto",
@@ -77,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the bot ladder pairs its idle bots this often "
                             "(default: %(default)s)")
     serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
+    _limit_args(serve)
     serve.set_defaults(serve_parser=serve)
 
     db = sub.add_parser("db", help="database maintenance")
@@ -105,6 +137,17 @@ def build_parser() -> argparse.ArgumentParser:
     lt = admin_sub.add_parser("list-tokens", help="list an account's tokens")
     lt.add_argument("name")
     _db_arg(lt)
+    sg = admin_sub.add_parser(
+        "sweep-guests", help="delete guests that never played and were not seen lately",
+        description="Delete the guest accounts (and their tokens) that never played (no "
+                    "game, no chat line) and were not seen (made, or a token made or used) "
+                    "for --older-than seconds. The server does this itself every "
+                    "--guest-sweep-every; from here, a guest connected now but made earlier "
+                    "and idle since is deleted too, so keep --older-than above how long "
+                    "connections last.")
+    sg.add_argument("--older-than", type=float, default=86_400.0, metavar="S",
+                    help="(default: %(default)s, a day)")
+    _db_arg(sg)
     rt = admin_sub.add_parser("revoke-token", help="revoke a token by id")
     rt.add_argument("token_id", type=int)
     _db_arg(rt)
@@ -125,6 +168,85 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_arguments(cluster_sub.add_parser(
         "status", help="list the nodes, their games and their last heartbeat"))
     return parser
+
+
+def _limit_args(serve: argparse.ArgumentParser) -> None:
+    """What strangers can make the server hold (docs/RELIABILITY.md, "Bounded structures")."""
+    d = Settings.__dataclass_fields__
+    lim = serve.add_argument_group(
+        "limits", "what strangers can make the server hold (docs/RELIABILITY.md); a refused "
+        "websocket upgrade gets HTTP 429 (its address is at its cap) or 503 (the server is), "
+        "a connection too slow to start is closed with 4408, a seek or challenge over a cap "
+        "gets the error 'conflict'")
+    lim.add_argument("--hello-timeout", type=float, default=d["hello_timeout_s"].default,
+                     metavar="S", help="close a connection that has not sent hello within S "
+                     "seconds (default: %(default)s)")
+    lim.add_argument("--auth-timeout", type=float, default=d["auth_timeout_s"].default,
+                     metavar="S", help="close a connection not logged in S seconds after it "
+                     "opened, unless it watches a game or the lobby (default: %(default)s)")
+    lim.add_argument("--max-connections-per-address", type=int, metavar="N",
+                     default=d["max_connections_per_address"].default,
+                     help="open websocket connections from one IP address (default: "
+                          "%(default)s)")
+    lim.add_argument("--max-connections", type=int, metavar="N",
+                     help="open websocket connections in all (default and ceiling: the "
+                          "open-files limit, raised to its hard limit at start, less "
+                          "--fd-reserve and --max-handshakes)")
+    lim.add_argument("--fd-reserve", type=int, default=d["fd_reserve"].default, metavar="N",
+                     help="files kept free of websockets, for the database, logs, /healthz "
+                          "and /metrics (default: %(default)s)")
+    lim.add_argument("--max-handshakes", type=int, default=d["max_handshakes"].default,
+                     metavar="N", help="connections accepted that have not sent their HTTP "
+                     "request yet; one more cuts the oldest (default: %(default)s)")
+    lim.add_argument("--accept-log-interval", type=float, metavar="S",
+                     default=d["accept_error_log_s"].default,
+                     help="log connections that could not be accepted (out of files) at most "
+                          "once per S seconds, with their count (default: %(default)s)")
+    lim.add_argument("--max-open-seeks", type=int, default=d["max_open_seeks"].default,
+                     metavar="N", help="open seeks per account (default: %(default)s)")
+    lim.add_argument("--max-seeks-per-address", type=int, metavar="N",
+                     default=d["max_seeks_per_address"].default,
+                     help="open seeks from one IP address (default: %(default)s)")
+    lim.add_argument("--max-seeks", type=int, default=d["max_seeks"].default, metavar="N",
+                     help="open seeks in all (default: %(default)s)")
+    lim.add_argument("--lobby-seeks-shown", type=int, metavar="N",
+                     default=d["lobby_seeks_shown"].default,
+                     help="seeks a lobby reply lists, the oldest; it counts the rest "
+                          "(default: %(default)s)")
+    lim.add_argument("--lobby-players-shown", type=int, metavar="N",
+                     default=d["lobby_players_shown"].default,
+                     help="players a lobby reply lists; it counts the rest (default: "
+                          "%(default)s)")
+    lim.add_argument("--max-challenges-per-target", type=int, metavar="N",
+                     default=d["max_challenges_per_target"].default,
+                     help="pending challenges to one user (default: %(default)s)")
+    lim.add_argument("--max-challenges-per-challenger", type=int, metavar="N",
+                     default=d["max_challenges_per_challenger"].default,
+                     help="pending challenges from one user (default: %(default)s)")
+    lim.add_argument("--max-games-per-user", type=int, metavar="N",
+                     default=d["max_games_per_user"].default,
+                     help="games in progress per account; more are refused (default: "
+                          "%(default)s)")
+    lim.add_argument("--max-watched", type=int, metavar="N",
+                     default=d["max_watched_per_connection"].default,
+                     help="games one connection may watch at once (default: %(default)s)")
+
+
+def limit_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The :class:`Settings` fields ``_limit_args`` sets."""
+    return {"hello_timeout_s": args.hello_timeout, "auth_timeout_s": args.auth_timeout,
+            "max_connections_per_address": args.max_connections_per_address,
+            "max_connections": args.max_connections, "fd_reserve": args.fd_reserve,
+            "max_handshakes": args.max_handshakes,
+            "accept_error_log_s": args.accept_log_interval,
+            "max_open_seeks": args.max_open_seeks,
+            "max_seeks_per_address": args.max_seeks_per_address,
+            "max_seeks": args.max_seeks, "lobby_seeks_shown": args.lobby_seeks_shown,
+            "lobby_players_shown": args.lobby_players_shown,
+            "max_challenges_per_target": args.max_challenges_per_target,
+            "max_challenges_per_challenger": args.max_challenges_per_challenger,
+            "max_games_per_user": args.max_games_per_user,
+            "max_watched_per_connection": args.max_watched}
 
 
 def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -185,7 +307,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                             conn_burst=args.rate * 2, reuse_port=args.reuse_port,
                             rating_period_s=args.rating_period,
                             ladder_round_s=args.ladder_round,
-                            house_bots=[b for b in args.house_bots.split(",") if b.strip()])
+                            address_logins_per_minute=args.logins_per_minute,
+                            address_login_burst=args.login_burst,
+                            address_guests_per_hour=args.guests_per_hour,
+                            address_guest_burst=args.guest_burst, hash_queue=args.hash_queue,
+                            login_lockout_after=args.lockout_after,
+                            login_lockout_base_s=args.lockout,
+                            login_lockout_max_s=min(args.lockout_max, 900.0),
+                            guest_ttl_s=args.guest_ttl,
+                            guest_sweep_interval_s=args.guest_sweep_every,
+                            house_bots=[b for b in args.house_bots.split(",") if b.strip()],
+                            **limit_settings(args))  # type: ignore[arg-type]
         raise_fd_limit()
         with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
             if args.cluster:
@@ -285,6 +417,13 @@ async def _admin(args: argparse.Namespace, db_url: str) -> int:
                 token, token_id = await store.create_token(user.id, "bot", "admin")
                 print(f"token {token_id}: {token}")
                 print("(shown once: store it now)")
+            return 0
+        if cmd == "sweep-guests":
+            from .guests import sweep_guests
+
+            before = await store.count_users("guest")
+            deleted = await sweep_guests(store, args.older_than)
+            print(f"deleted {deleted} of {before} guests")
             return 0
         if cmd == "revoke-token":
             ok = await store.revoke_token(args.token_id)

@@ -39,12 +39,52 @@ class Settings:
     origins: list[str] | None = None  # browser Origins allowed besides the server's own
     house_bots: list[str] = field(default_factory=list)  # bundled bots the server runs
     grace_ms: int = 30_000  # an absent opponent may be claimed against after this
+    # failed logins per (account, address) before a lock; the first lock, doubled by each
+    # later one; the longest lock (never above LOCKOUT_CEILING_S, 15 minutes)
     login_lockout_after: int = 5
     login_lockout_base_s: float = 30.0
     server_name: str = "tessera"
     event_log_limit: int = 4096  # events kept in memory per game for resume
     revocation_poll_s: float = 1.0  # connections on a revoked token are closed this soon
     reuse_port: bool = False  # SO_REUSEPORT: several workers listen on one port
+    login_lockout_max_s: float = 900.0
+    # argon2 hashes running or waiting; beyond it a login/register is refused at once
+    # (rate_limited), so an admitted login waits about a second at most; 0: no bound
+    hash_queue: int = 8
+    # per client address (an IPv6 address counts by its /64); 0 switches a limit off.
+    # Logins and registrations (each costs a hash): this many a minute, bursts of
+    # address_login_burst. New guest accounts: this many an hour, bursts of
+    # address_guest_burst. A family behind one address never meets these.
+    address_logins_per_minute: float = 30.0
+    address_login_burst: int = 30
+    address_guests_per_hour: float = 60.0
+    address_guest_burst: int = 20
+    # guests that never played are deleted this long after they were last seen (0: never),
+    # by a sweep that runs this often
+    guest_ttl_s: float = 86_400.0
+    guest_sweep_interval_s: float = 600.0
+    # -- what a stranger can make the server hold (docs/RELIABILITY.md, "Bounded structures")
+    hello_timeout_s: float = 10.0  # a connection that has not said hello by then is closed
+    auth_timeout_s: float = 30.0  # ... one not logged in by then (and watching nothing)
+    max_connections_per_address: int = 256  # open websockets from one address
+    # open websockets in all; None: the open-files limit less ``fd_reserve``
+    max_connections: int | None = None
+    # files kept for the database, logs, /healthz, /metrics, and bursts of accepts (asyncio
+    # accepts up to 100 sockets at once; the cut ones are closed a loop turn or two later)
+    fd_reserve: int = 256
+    # connections accepted that have not sent their HTTP request yet; over it, the oldest is
+    # cut (files for them are kept too: the total cap is the limit less both)
+    max_handshakes: int = 256
+    accept_error_log_s: float = 10.0  # accept failures (out of files) logged this often
+    max_open_seeks: int = 5  # per account
+    max_seeks_per_address: int = 50
+    max_seeks: int = 5_000  # open seeks in all
+    lobby_seeks_shown: int = 1_000  # in a ``lobby`` reply; ``more_seeks`` counts the rest
+    lobby_players_shown: int = 1_000  # the same for players (``more_players``)
+    max_challenges_per_target: int = 50  # pending challenges to one user
+    max_challenges_per_challenger: int = 10  # pending challenges from one user
+    max_games_per_user: int = 100  # games in progress per account
+    max_watched_per_connection: int = 100  # games one connection watches (not its own)
     # a rating deviation grows by one Glicko-2 period's worth per this many seconds without
     # rated games (docs/RATINGS.md); `tessera ratings verify` must be given the same
     rating_period_s: float = 86_400.0

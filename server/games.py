@@ -71,6 +71,10 @@ class Games:
     def __len__(self) -> int:
         return len(self._live)
 
+    def playing(self, user_id: int) -> int:
+        """How many games a user has in progress."""
+        return len(self._by_user.get(user_id, ()))
+
     def active_of(self, user_id: int) -> list[GameRoom]:
         """A user's games in progress, oldest first."""
         return sorted(self._by_user.get(user_id, ()), key=lambda room: room.created_ms)

@@ -3,7 +3,8 @@
 
 websockets calls :meth:`Routes.respond` with each request before the upgrade: a response
 ends the request there, None lets the websocket handshake go on (``/ws`` or ``/``; a
-browser page's handshake only from an origin allowed to connect).
+browser page's handshake only from an origin allowed to connect, and only within the caps on
+open connections: :mod:`server.admission`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from . import web
+from .admission import Admission
 from .config import Settings
 from .metrics import Metrics
 
@@ -24,11 +26,13 @@ WS_PATHS = ("/", "/ws")
 class Routes:
     """The HTTP side of one server."""
 
-    def __init__(self, metrics: Metrics, settings: Settings) -> None:
+    def __init__(self, metrics: Metrics, settings: Settings, admission: Admission) -> None:
         self._metrics = metrics
         self._settings = settings
+        self._admission = admission
 
     def respond(self, connection: ServerConnection, request: Request) -> Response | None:
+        self._admission.handshakes.requested(connection)
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
             return connection.respond(HTTPStatus.OK, "ok\n")
@@ -41,4 +45,8 @@ class Routes:
             return page
         if path not in WS_PATHS:
             return connection.respond(HTTPStatus.NOT_FOUND, "not found\n")
-        return None
+        refusal = self._admission.admit(connection)  # 429 or 503 over a cap
+        if refusal is not None:
+            why = "address" if refusal.status_code == HTTPStatus.TOO_MANY_REQUESTS else "total"
+            self._metrics.refused.labels(why=why).inc()
+        return refusal

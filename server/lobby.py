@@ -8,6 +8,13 @@ range (a seek's ``rating_min``/``rating_max``; a player without a rating counts 
 
 Each member carries their stored ratings (loaded at login, replaced when a rated game of
 theirs ends), so the lobby shows them beside names without asking the database.
+
+Everything a stranger can add here is bounded (docs/RELIABILITY.md, "Bounded structures"):
+open seeks per account, per address and in all; pending challenges per target and per
+challenger; and the ``lobby`` reply shows at most so many seeks and players, with a count of
+the rest. Pairing looks only at the seeks with the same offer (``Offer.key``), oldest first,
+so a seek costs the same with 10 or 10,000 open; a member's seeks and challenges are indexed
+on the member, so leaving costs what the member had, not what the lobby holds.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import protocol as p
 from protocol import (
@@ -39,18 +46,24 @@ from .ratings.shown import aged_now, shown
 from .storage import GameRatings, PoolRating
 from .storage.rating_writes import score_of
 
-MAX_OPEN_SEEKS = 5
+if TYPE_CHECKING:
+    from .config import Settings
+
 DEFAULT_PERIOD_S = 86_400.0
 
 
 @dataclass(eq=False)
 class Member:
-    """An online user and their connections (anything with ``send_frame``)."""
+    """An online user, their connections (anything with ``send_frame``), and what they
+    have open in the lobby (seek ids; challenge ids sent and received)."""
 
     user_id: int
     name: str
     kind: str
     sessions: set[Any] = field(default_factory=set)
+    seeks: set[int] = field(default_factory=set)
+    challenges_out: set[int] = field(default_factory=set)
+    challenges_in: set[int] = field(default_factory=set)
     ratings: dict[str, PoolRating] = field(default_factory=dict)  # by pool (game key)
     period_s: float = DEFAULT_PERIOD_S
 
@@ -79,6 +92,9 @@ class Member:
             session.send_frame(frame)
 
 
+OfferKey = tuple[str, tuple[tuple[str, Any], ...], TimeControl, bool]
+
+
 @dataclass(frozen=True)
 class Offer:
     """What a seek or challenge proposes."""
@@ -94,6 +110,10 @@ class Offer:
         return ((self.game, self.options, self.clock, self.rated)
                 == (other.game, other.options, other.clock, other.rated))
 
+    def key(self) -> OfferKey:
+        """Equal for exactly the offers that ``matches`` (the pairing index's key)."""
+        return self.game, tuple(sorted(self.options.items())), self.clock, self.rated
+
     def admits(self, rating: float) -> bool:
         """Whether a player rated ``rating`` in this game's pool is within the range."""
         return ((self.rating_min is None or rating >= self.rating_min)
@@ -105,6 +125,7 @@ class OpenSeekEntry:
     seek_id: int
     owner: Member
     offer: Offer
+    address: str = "?"  # of the connection that opened it
     created: float = field(default_factory=time.monotonic)
 
     def wire(self) -> OpenSeek:
@@ -128,21 +149,59 @@ class ChallengeEntry:
     color: int | str  # the challenger's seat, or "random"
 
 
+@dataclass(frozen=True)
+class LobbyCaps:
+    """The lobby's bounds (from :class:`~server.config.Settings`)."""
+
+    open_seeks: int = 5  # per account
+    seeks_per_address: int = 50
+    seeks: int = 5_000
+    seeks_shown: int = 1_000
+    players_shown: int = 1_000
+    challenges_per_target: int = 50
+    challenges_per_challenger: int = 10
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LobbyCaps:
+        return cls(open_seeks=settings.max_open_seeks,
+                   seeks_per_address=settings.max_seeks_per_address,
+                   seeks=settings.max_seeks, seeks_shown=settings.lobby_seeks_shown,
+                   players_shown=settings.lobby_players_shown,
+                   challenges_per_target=settings.max_challenges_per_target,
+                   challenges_per_challenger=settings.max_challenges_per_challenger)
+
+
+@dataclass(frozen=True)
+class LobbyView:
+    """What a ``lobby`` reply shows, and how many it leaves out."""
+
+    seeks: tuple[OpenSeek, ...]
+    players: tuple[User, ...]
+    more_seeks: int
+    more_players: int
+
+
 class Lobby:
     """Online members, open seeks, pending challenges, and the lobby's subscribers."""
 
-    def __init__(self, max_open_seeks: int = MAX_OPEN_SEEKS,
-                 rating_period_s: float = DEFAULT_PERIOD_S) -> None:
-        self.rating_period_s = rating_period_s
+    def __init__(self, settings: Settings | None = None, caps: LobbyCaps | None = None
+                 ) -> None:
+        self.caps = caps or (LobbyCaps.from_settings(settings) if settings else LobbyCaps())
         self.members: dict[int, Member] = {}
         self._by_name: dict[str, Member] = {}  # by lower-case name, for challenges
-        self.seeks: dict[int, OpenSeekEntry] = {}
+        self.seeks: dict[int, OpenSeekEntry] = {}  # oldest first
+        self._by_offer: dict[OfferKey, dict[int, OpenSeekEntry]] = {}  # oldest first
+        self._by_address: dict[str, int] = {}  # open seeks per address (only non-zero)
         self.challenges: dict[int, ChallengeEntry] = {}
         self.subscribers: set[Any] = set()
-        self.max_open_seeks = max_open_seeks
         self._ids = itertools.count(1)
+        self.rating_period_s = settings.rating_period_s if settings else DEFAULT_PERIOD_S
         # told of a member whose last connection closed (rematch offers lapse, the ladder)
         self.on_left: list[Callable[[int], None]] = []
+
+    @property
+    def max_open_seeks(self) -> int:
+        return self.caps.open_seeks
 
     # -- presence ------------------------------------------------------------------------------
     def join(self, user_id: int, name: str, kind: str, session: Any,
@@ -188,11 +247,12 @@ class Lobby:
         del self.members[member.user_id]
         if self._by_name.get(member.name.lower()) is member:
             del self._by_name[member.name.lower()]
-        for entry in [s for s in self.seeks.values() if s.owner is member]:
-            self.remove_seek(entry.seek_id)
-        for ch in [c for c in self.challenges.values()
-                   if member in (c.challenger, c.target)]:
-            self.end_challenge(ch, "cancelled")
+        for seek_id in list(member.seeks):
+            self.remove_seek(seek_id)
+        for challenge_id in [*member.challenges_out, *member.challenges_in]:
+            entry = self.challenges.get(challenge_id)
+            if entry is not None:
+                self.end_challenge(entry, "cancelled")
         self._tell_subscribers(PlayerOffline(name=member.name))
         for listener in self.on_left:
             listener(member.user_id)
@@ -207,30 +267,54 @@ class Lobby:
         for session in list(self.subscribers):
             session.send_frame(frame)
 
-    # -- seeks ---------------------------------------------------------------------------------
-    def open_seeks(self) -> tuple[OpenSeek, ...]:
-        return tuple(s.wire() for s in self.seeks.values())
+    # -- the snapshot --------------------------------------------------------------------------
+    def view(self) -> LobbyView:
+        """The oldest open seeks and the members online, at most ``seeks_shown`` and
+        ``players_shown`` of them, with how many more there are."""
+        seeks = tuple(s.wire() for s in itertools.islice(self.seeks.values(),
+                                                         self.caps.seeks_shown))
+        players = tuple(m.wire() for m in itertools.islice(self.members.values(),
+                                                           self.caps.players_shown))
+        return LobbyView(seeks, players, len(self.seeks) - len(seeks),
+                         len(self.members) - len(players))
 
-    def add_seek(self, owner: Member, offer: Offer) -> tuple[int, OpenSeekEntry | None]:
-        """Open a seek; return its id and the older compatible seek it pairs with, if any.
+    # -- seeks ---------------------------------------------------------------------------------
+    def add_seek(self, owner: Member, offer: Offer, address: str = "?",
+                 can_play: Callable[[Member], bool] = lambda _: True
+                 ) -> tuple[int, OpenSeekEntry | None]:
+        """Open a seek; return its id and the older compatible seek it pairs with, if any
+        (of a member who ``can_play`` a game more).
 
         When a partner is found, neither seek stays open (the caller starts the game).
+        Refused with ``conflict`` over a cap: the owner's open seeks, the address's, the
+        lobby's.
         """
-        mine = [s for s in self.seeks.values() if s.owner is owner]
-        if len(mine) >= self.max_open_seeks:
-            raise ProtocolError(f"at most {self.max_open_seeks} open seeks",
+        caps = self.caps
+        if len(owner.seeks) >= caps.open_seeks:
+            raise ProtocolError(f"at most {caps.open_seeks} open seeks",
                                 code=ErrorCode.CONFLICT)
+        key = offer.key()
+        same = self._by_offer.get(key)
+        # the oldest of another user's; the owner has at most ``open_seeks`` of them
+        mine = owner.rating_in(offer.game)
+        partner = None if same is None else next(
+            (s for s in same.values() if s.owner is not owner and can_play(s.owner)
+             and s.offer.admits(mine) and offer.admits(s.owner.rating_in(offer.game))), None)
         seek_id = next(self._ids)
-        mine_rating = owner.rating_in(offer.game)
-        partner = next((s for s in self.seeks.values()
-                        if s.owner is not owner and s.offer.matches(offer)
-                        and s.offer.admits(mine_rating)
-                        and offer.admits(s.owner.rating_in(offer.game))), None)
         if partner is not None:
             self.remove_seek(partner.seek_id)
             return seek_id, partner
-        entry = OpenSeekEntry(seek_id, owner, offer)
+        if self._by_address.get(address, 0) >= caps.seeks_per_address:
+            raise ProtocolError(f"at most {caps.seeks_per_address} open seeks from one "
+                                "address", code=ErrorCode.CONFLICT)
+        if len(self.seeks) >= caps.seeks:
+            raise ProtocolError(f"the lobby is full ({caps.seeks} open seeks): accept one, "
+                                "or try again later", code=ErrorCode.CONFLICT)
+        entry = OpenSeekEntry(seek_id, owner, offer, address)
         self.seeks[seek_id] = entry
+        self._by_offer.setdefault(key, {})[seek_id] = entry
+        self._by_address[address] = self._by_address.get(address, 0) + 1
+        owner.seeks.add(seek_id)
         self._tell_subscribers(SeekAdded(seek=entry.wire()))
         return seek_id, None
 
@@ -250,7 +334,7 @@ class Lobby:
         if entry.offer.rated and taker.kind == "guest":
             raise ProtocolError("guests play casual games only: log in to take a rated seek",
                                 code=ErrorCode.FORBIDDEN)
-        del self.seeks[seek_id]
+        self._forget_seek(entry)
         return entry
 
     def seek_taken(self, seek_id: int) -> None:
@@ -265,16 +349,44 @@ class Lobby:
         self.remove_seek(seek_id)
 
     def remove_seek(self, seek_id: int) -> None:
-        if self.seeks.pop(seek_id, None) is not None:
+        entry = self.seeks.get(seek_id)
+        if entry is not None:
+            self._forget_seek(entry)
             self._tell_subscribers(SeekRemoved(seek_id=seek_id))
+
+    def _forget_seek(self, entry: OpenSeekEntry) -> None:
+        """Remove a seek from every index."""
+        del self.seeks[entry.seek_id]
+        key = entry.offer.key()
+        same = self._by_offer[key]
+        del same[entry.seek_id]
+        if not same:
+            del self._by_offer[key]
+        left = self._by_address[entry.address] - 1
+        if left:
+            self._by_address[entry.address] = left
+        else:
+            del self._by_address[entry.address]
+        entry.owner.seeks.discard(entry.seek_id)
 
     # -- challenges ----------------------------------------------------------------------------
     def add_challenge(self, challenger: Member, target: Member, offer: Offer,
                       color: int | str) -> ChallengeEntry:
+        """A pending challenge; ``conflict`` when the challenger has
+        ``challenges_per_challenger`` pending, or the target ``challenges_per_target``."""
         if target is challenger:
             raise ProtocolError("you cannot challenge yourself", code=ErrorCode.BAD_REQUEST)
+        caps = self.caps
+        if len(challenger.challenges_out) >= caps.challenges_per_challenger:
+            raise ProtocolError(f"at most {caps.challenges_per_challenger} pending challenges: "
+                                "wait for an answer or cancel one", code=ErrorCode.CONFLICT)
+        if len(target.challenges_in) >= caps.challenges_per_target:
+            raise ProtocolError(f"{target.name} has {caps.challenges_per_target} challenges "
+                                "waiting already: try again later", code=ErrorCode.CONFLICT)
         entry = ChallengeEntry(next(self._ids), challenger, target, offer, color)
         self.challenges[entry.challenge_id] = entry
+        challenger.challenges_out.add(entry.challenge_id)
+        target.challenges_in.add(entry.challenge_id)
         return entry
 
     def pending(self, challenge_id: int, member: Member, *, as_target: bool) -> ChallengeEntry:
@@ -291,17 +403,28 @@ class Lobby:
                                 code=ErrorCode.NOT_FOUND)
         return entry
 
+    def is_pending_for(self, challenge_id: int, member: Member | None) -> bool:
+        """Whether ``member`` has challenge ``challenge_id`` to answer."""
+        return member is not None and challenge_id in member.challenges_in
+
     def end_challenge(self, entry: ChallengeEntry, reason: str, message: str | None = None
                       ) -> None:
         """Close a challenge and tell both sides why (``message``: in the words of whoever
         ended it)."""
-        if self.challenges.pop(entry.challenge_id, None) is None:
+        if not self._forget_challenge(entry):
             return
         self.tell_challenge_ended(entry, reason, message)
 
     def take_challenge(self, entry: ChallengeEntry) -> None:
         """Close an accepted challenge; ``tell_challenge_ended`` once the game has started."""
-        self.challenges.pop(entry.challenge_id, None)
+        self._forget_challenge(entry)
+
+    def _forget_challenge(self, entry: ChallengeEntry) -> bool:
+        if self.challenges.pop(entry.challenge_id, None) is None:
+            return False
+        entry.challenger.challenges_out.discard(entry.challenge_id)
+        entry.target.challenges_in.discard(entry.challenge_id)
+        return True
 
     def tell_challenge_ended(self, entry: ChallengeEntry, reason: str,
                              message: str | None = None) -> None:

@@ -56,6 +56,17 @@ class Metrics:
         r = self.registry = CollectorRegistry()
         self.connections = Gauge("tessera_connections", "Open websocket connections",
                                  registry=r)
+        self.refused = Counter(
+            "tessera_connections_refused_total",
+            "Websocket upgrades refused over a cap: why is address (429) or total (503)",
+            ["why"], registry=r)
+        self.handshakes_cut = Counter(
+            "tessera_handshakes_cut_total",
+            "Connections cut before their HTTP request, the oldest over max_handshakes",
+            registry=r)
+        self.accept_failures = Counter(
+            "tessera_accept_failures_total",
+            "Connections the listener could not accept (out of files or memory)", registry=r)
         self.games = Gauge("tessera_games_in_progress", "Games being played", registry=r)
         self.moves = MoveStats()
         r.register(self.moves)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import time
 
 
@@ -10,11 +11,11 @@ class TokenBucket:
 
     __slots__ = ("burst", "rate", "stamp", "tokens")
 
-    def __init__(self, rate: float, burst: float) -> None:
+    def __init__(self, rate: float, burst: float, now: float | None = None) -> None:
         self.rate = rate
         self.burst = burst
         self.tokens = burst
-        self.stamp = time.monotonic()
+        self.stamp = time.monotonic() if now is None else now
 
     def take(self, now: float | None = None) -> float:
         """Take one token: 0.0 if allowed, else the seconds until one is available."""
@@ -30,9 +31,12 @@ class TokenBucket:
 class BucketTable:
     """One token bucket per key (an account, an address), made on first use.
 
-    A bucket left alone for ``burst / rate`` seconds is full again, the same as a new one,
-    so it is dropped: the table holds only keys active lately, however many strangers come
-    and go. Sweeps run when the table has doubled since the last one (amortised O(1)).
+    A bucket left alone until it is full again is the same as a new one, so it is dropped:
+    the table holds only keys active lately, however many strangers come and go. A bucket
+    that gave one token is full again after ``1 / rate`` seconds, one emptied after
+    ``burst / rate``. Sweeps run when the table has doubled since the last one (amortised
+    O(1)) and whenever the owner calls :meth:`sweep` (the server does every minute); a sweep
+    copies the survivors into a new dict, since a dict never shrinks by itself.
     """
 
     __slots__ = ("_buckets", "_next_sweep", "burst", "rate")
@@ -51,19 +55,41 @@ class BucketTable:
         if bucket is None:
             if len(self._buckets) >= self._next_sweep:
                 self.sweep(now)
-            bucket = self._buckets[key] = TokenBucket(self.rate, self.burst)
+            bucket = self._buckets[key] = TokenBucket(self.rate, self.burst, now)
         return bucket.take(now)
 
     def sweep(self, now: float | None = None) -> int:
         """Drop the buckets that have refilled; how many were dropped."""
         now = time.monotonic() if now is None else now
-        full_after = self.burst / self.rate
-        idle = [key for key, bucket in self._buckets.items()
-                if now - bucket.stamp >= full_after]
-        for key in idle:
-            del self._buckets[key]
+        rate, burst = self.rate, self.burst
+        before = len(self._buckets)
+        self._buckets = {key: bucket for key, bucket in self._buckets.items()
+                         if bucket.tokens + (now - bucket.stamp) * rate < burst}
         self._next_sweep = max(self.MIN_SWEEP, 2 * len(self._buckets))
-        return len(idle)
+        return before - len(self._buckets)
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+def address_key(peer: str) -> str:
+    """What a client address is limited by: an IPv4 address as it is, an IPv6 address by its
+    /64 (one host is usually given a whole /64), an IPv4-mapped IPv6 address as IPv4; text
+    that is no address (a Unix socket, "?") as it is."""
+    try:
+        address = ipaddress.ip_address(peer.split("%", 1)[0])
+    except ValueError:
+        return peer
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+def per_address(per_second: float, burst: float) -> BucketTable | None:
+    """A table of per-address buckets, or None when the limit is switched off (a rate or
+    burst of 0)."""
+    if per_second <= 0 or burst < 1:
+        return None
+    return BucketTable(per_second, burst)

@@ -59,11 +59,14 @@ class Session:
         self.closing = False
         self.queued = False  # frames wait in the Outbox
         self._closer: asyncio.Task[None] | None = None
+        self._deadline: asyncio.TimerHandle | None = None
         self.bad_frames = 0
         self.peer = str(ws.remote_address[0]) if ws.remote_address else "?"
 
     # -- I/O ------------------------------------------------------------------------------------
     async def run(self) -> None:
+        self._deadline = asyncio.get_running_loop().call_later(
+            self.app.settings.hello_timeout_s, self._hello_deadline)
         try:
             recv = self.ws.recv  # not ``async for``: its generator is one more frame a message
             while True:
@@ -74,6 +77,7 @@ class Session:
         except ConnectionClosed:
             pass
         finally:
+            self._cancel_deadline()
             await self.detach()
             # Our close frame (with its code) goes before websockets closes with 1000 when
             # this handler returns; what was sent before it is already in the transport.
@@ -111,19 +115,55 @@ class Session:
         log.info("closing connection", extra={"peer": self.peer, "code": code, "why": reason})
         self._closer = self.app.tasks.spawn(self.ws.close(code, reason), name="tessera-close")
 
+    # -- deadlines ------------------------------------------------------------------------------
+    def _hello_deadline(self) -> None:
+        """No ``hello`` by the hello deadline: closed; else the authentication deadline runs
+        (from when the connection opened)."""
+        settings = self.app.settings
+        if self.proto.phase is p.Phase.CONNECTED:
+            self.close(p.CLOSE_TOO_SLOW_TO_START,
+                       f"no hello within {settings.hello_timeout_s:g} s")
+            return
+        self.arm_auth_deadline(max(0.0, settings.auth_timeout_s - settings.hello_timeout_s))
+
+    def arm_auth_deadline(self, after: float | None = None) -> None:
+        """Check in ``after`` seconds (default: the authentication deadline) that this
+        connection has logged in, or watches a game or the lobby (spectators need no
+        login); close it if not."""
+        self._cancel_deadline()
+        if self.closing:
+            return
+        wait = self.app.settings.auth_timeout_s if after is None else after
+        self._deadline = asyncio.get_running_loop().call_later(wait, self._auth_deadline)
+
+    def _auth_deadline(self) -> None:
+        self._deadline = None
+        if self.proto.phase is p.Phase.AUTHENTICATED:
+            return  # a logout arms it again
+        if self.rooms or self in self.app.lobby.subscribers:
+            self.arm_auth_deadline()  # a spectator: looked at again later
+            return
+        self.close(p.CLOSE_TOO_SLOW_TO_START,
+                   f"not logged in within {self.app.settings.auth_timeout_s:g} s")
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
     # -- dispatch -------------------------------------------------------------------------------
     async def handle(self, frame: str | bytes) -> None:
-        # Every frame spends a token, but the refusal waits for the decode so that it can
-        # carry the request's id: every request gets exactly one reply.
-        wait = self.bucket.take()
-        if not wait and self.user is not None:
-            wait = self.app.account_requests.take(self.user.id)
+        # Every frame spends a token but a free one (declining a challenge you were sent);
+        # a refusal waits for the decode so that it can carry the request's id: every
+        # request gets exactly one reply.
         if isinstance(frame, str):
+            self.spend()
             self.reply_error(p.BadRequest("text frames are not accepted; send binary msgpack"))
             return
         try:
             request = self.proto.receive(frame)
         except p.ProtocolError as exc:
+            self.spend()
             self.bad_frames += 1
             self.reply_error(exc)
             if exc.close_code is not None:
@@ -131,6 +171,7 @@ class Session:
             elif self.bad_frames > MAX_BAD_FRAMES:
                 self.close(p.CLOSE_POLICY_VIOLATION, "too many bad frames")
             return
+        wait = 0.0 if self.is_free(request) else self.spend()
         if wait:
             self.reply_error(p.ProtocolError(
                 "too many requests; slow down", code=p.ErrorCode.RATE_LIMITED,
@@ -153,6 +194,21 @@ class Session:
         if reply is not None:
             self.send(reply)
 
+    def spend(self) -> float:
+        """Take a request's token from the connection's budget and the account's: 0.0, or
+        the seconds to wait when either is spent."""
+        wait = self.bucket.take()
+        if not wait and self.user is not None:
+            wait = self.app.account_requests.take(self.user.id)
+        return wait
+
+    def is_free(self, request: p.ClientMessage) -> bool:
+        """Declining a challenge you were sent costs nothing: how many come is up to the
+        challengers (whose budgets they spend), so a flood of them must not take the
+        target's budget for its moves (issue 16). A decline of anything else is charged."""
+        return isinstance(request, p.DeclineChallenge) and self.app.lobby.is_pending_for(
+            request.challenge_id, self.member)
+
     def reply_error(self, exc: p.ProtocolError, request_id: int | None = None) -> None:
         self.app.metrics.errors.labels(code=str(exc.code)).inc()
         self.send(exc.to_reply(request_id))
@@ -172,6 +228,21 @@ class Session:
     def uid(self) -> int:
         assert self.user is not None
         return self.user.id
+
+    def check_can_watch(self, room: GameRoom) -> None:
+        """``conflict`` if attaching to ``room`` as a spectator would make this connection
+        watch more than ``max_watched_per_connection`` games (its own games do not count)."""
+        if room.game_id in self.rooms or self._seat_in(room) is not None:
+            return
+        cap = self.app.settings.max_watched_per_connection
+        watched = sum(self._seat_in(r) is None for r in self.rooms.values())
+        if watched >= cap:
+            raise p.ProtocolError(f"you watch {cap} games already, the most allowed: "
+                                  "unwatch one first", code=p.ErrorCode.CONFLICT,
+                                  game_id=room.game_id)
+
+    def _seat_in(self, room: GameRoom) -> int | None:
+        return room.seat_of(self.user.id) if self.user else None
 
     async def joined_game(self, room: GameRoom) -> None:
         """Called when a game starts with this session's user in it."""

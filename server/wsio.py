@@ -8,10 +8,15 @@ framed for that connection to its transport in ONE write (:class:`Outbox`): a mo
 and an idle connection owns no writer task. :func:`flush` is a copy of websockets'
 ``Connection.send_data`` that joins the bytes first.
 
+The caps on connections (:mod:`server.admission`) need two more hooks, also here:
+:func:`on_connection_lost` (``Connection.connection_lost_waiter``) and
+:func:`reporting_connection` (``serve``'s ``create_connection`` and
+``ServerConnection.connection_made``).
+
 This relies on websockets 17's ``Connection.protocol`` (``send_binary``, ``data_to_send``,
-``state``), ``Connection.transport`` and ``Connection.send_data``; tests/server/test_wsio.py
-is pinned to that version and checks each of them, so an upgrade that moves one fails
-loudly there rather than quietly here.
+``state``), ``Connection.transport``, ``Connection.send_data`` and the hooks above;
+tests/server/test_wsio.py is pinned to that version and checks each of them, so an upgrade
+that moves one fails loudly there rather than quietly here.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import asyncio
 from collections.abc import Callable
 
 from websockets.asyncio.connection import Connection
+from websockets.asyncio.server import ServerConnection
 from websockets.protocol import State
 
 WEBSOCKETS_VERSION = "17.4"
@@ -84,3 +90,33 @@ class Outbox:
         waiting, self._waiting = self._waiting, []
         for flush_one in waiting:
             flush_one()
+
+
+def on_connection_lost(ws: Connection, callback: Callable[[], None]) -> None:
+    """Call ``callback`` once the connection's transport is gone, whatever ended it (the
+    handshake failed or timed out, the handler returned, the peer vanished): websockets'
+    ``Connection.connection_lost_waiter`` is resolved exactly once, in ``connection_lost``."""
+    waiter: asyncio.Future[None] = ws.connection_lost_waiter
+    if waiter.done():
+        callback()
+        return
+    waiter.add_done_callback(lambda _: callback())
+
+
+def reporting_connection(accepted: Callable[[ServerConnection], None]
+                         ) -> type[ServerConnection]:
+    """A ``ServerConnection`` class (websockets.serve's ``create_connection``) that calls
+    ``accepted`` with each connection as soon as its socket is accepted, before it has sent
+    anything."""
+
+    class Reported(ServerConnection):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            accepted(self)
+
+    return Reported
+
+
+def abort(ws: Connection) -> None:
+    """Drop the connection at once (no close handshake, nothing more sent)."""
+    ws.transport.abort()

@@ -61,7 +61,7 @@ class PlayClient:
         return f"{name}> "
 
     def toolbar(self) -> str:
-        where = "" if self.link.connected else " | reconnecting ..."
+        where = "" if self.link.connected or self.link.lazy else " | reconnecting ..."
         waiting = len(self.games.waiting_for_me())
         others = f" | your move in {waiting} other game(s)" if waiting else ""
         view = self.games.view()
@@ -86,6 +86,13 @@ class PlayClient:
                 if self.quitting:
                     return
                 self.games.freeze()
+                if self.link.closed_for_idling() and self.user is None:
+                    # not logged in and watching nothing: the server closes such a
+                    # connection after a while; the next command connects again
+                    self.link.lazy = True
+                    self.link.reopened.clear()
+                    await self.link.reopened.wait()
+                    continue
                 why = self.link.closed_for_good()
                 if why is not None:
                     self.say(f"The server closed the connection ({why}); not reconnecting.")

@@ -32,6 +32,9 @@ class ServerLink:
         self.retry_max = retry_max
         self.conn: Connection | None = None
         self.connected = False
+        # closed for idling (4408) before a login: connect again when a command needs it
+        self.lazy = False
+        self.reopened = asyncio.Event()
 
     async def open(self) -> p.Welcome | None:
         """Connect and say hello (CONNECT_ERRORS if that fails); the server's welcome."""
@@ -46,8 +49,17 @@ class ServerLink:
         return self.conn
 
     async def call(self, kind: type, **fields: object) -> p.ServerMessage:
-        """Send a request and wait for its reply (ServerError, Disconnected)."""
+        """Send a request and wait for its reply (ServerError, Disconnected); connect
+        first if the connection was closed for idling (CONNECT_ERRORS if that fails)."""
+        if self.lazy and not self.connected:
+            await self.open()
+            self.lazy = False
+            self.reopened.set()
         return await self.live().call(kind, **fields)
+
+    def closed_for_idling(self) -> bool:
+        """The server closed the connection because it had not logged in in time (4408)."""
+        return self.conn is not None and self.conn.ws.close_code == p.CLOSE_TOO_SLOW_TO_START
 
     async def next_event(self) -> p.ServerMessage | None:
         """The next event; None once the connection has dropped."""

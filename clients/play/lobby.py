@@ -43,8 +43,12 @@ class Lobby:
         self.seeks = {s.seek_id: s for s in reply.seeks}
         self.online = {u.name.lower(): u for u in reply.players}
         if not quiet:
-            self.say(f"Lobby: {len(self.seeks)} open seek(s), {len(self.online)} player(s) "
-                     "online ('seeks', 'who').")
+            seeks = len(self.seeks) + (reply.more_seeks or 0)
+            players = len(self.online) + (reply.more_players or 0)
+            shown = " (the server lists the oldest)" if reply.more_seeks or reply.more_players \
+                else ""
+            self.say(f"Lobby: {seeks} open seek(s), {players} player(s) online{shown} "
+                     "('seeks', 'who').")
         return reply
 
     def is_me(self, user: p.User) -> bool:

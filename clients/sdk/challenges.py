@@ -3,9 +3,13 @@
 A received challenge is accepted when the policy allows it, the runner is not stopping and
 a game slot is free; otherwise it is declined, with the reason as the decline's message
 (the challenger sees it in ``challenge_ended``). Declines never wait for their reply and
-have a small budget of their own (:class:`~clients.sdk.requests.Requests`): a challenge
-that cannot be declined within it right away is dropped, not queued, and counted in the
-log once in a while. An accepted challenge holds its slot until its game starts.
+have a budget of their own (:class:`~clients.sdk.requests.Requests`; free at the server):
+a challenge that cannot be declined within it right away is deferred, and declined, oldest
+first, as the budget allows, unless it ends first. The deferred are few: the server caps
+the challenges pending for one user (50 by default), and refuses more until the bot has
+answered; beyond ``DEFERRED_KEPT`` the oldest are dropped unanswered. Both are counted in
+the log once in a while. Nothing deferred outlives the connection or holds up a stop. An
+accepted challenge holds its slot until its game starts.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from .requests import Requests
 log = logging.getLogger("clients.sdk")
 
 ACCEPT_WAIT_S = 30.0  # an accepted challenge holds a game slot until its game starts
-DROP_REPORT_S = 10.0  # dropped challenges are counted in the log at most this often
+DROP_REPORT_S = 10.0  # deferred and dropped challenges are counted in the log this often
+DEFERRED_KEPT = 1000  # challenges waiting to be declined; beyond, the oldest are dropped
 ENDS_KEPT = 100  # endings of challenges not (yet) known here, kept for a reply still due
 
 
@@ -78,7 +83,10 @@ class ChallengeDesk:
         self.outgoing: dict[int, Outgoing] = {}
         self.unmatched_ends: OrderedDict[int, p.ChallengeEnded] = OrderedDict()
         self._provisional = 0
-        self.dropped = 0  # challenges dropped since the last report in the log
+        # challenges to decline when the decline budget allows: id -> (event, reason)
+        self.deferred: OrderedDict[int, tuple[p.ChallengeReceived, str]] = OrderedDict()
+        self._declining: asyncio.Task[None] | None = None
+        self.counts = {"deferred": 0, "dropped": 0}  # since the last report in the log
         self.reported = -DROP_REPORT_S  # when that was
 
     def pending_accepts(self) -> int:
@@ -116,19 +124,50 @@ class ChallengeDesk:
         self.changed()
 
     def _decline(self, ch: p.ChallengeReceived, reason: str) -> None:
-        """Decline with the reason, within the decline budget; drop it otherwise."""
-        if self.requests.decline(ch.challenge_id, reason[:MAX_NOTE_CHARS]):
-            log.info("declining challenge %d from %s (%s): %s", ch.challenge_id,
-                     ch.from_.name, ch.game, reason)
+        """Decline with the reason, within the decline budget; defer it otherwise."""
+        if not self.deferred and self._send_decline(ch, reason):
             return
-        self.dropped += 1
+        self.deferred[ch.challenge_id] = (ch, reason)
+        self._count("deferred")
+        while len(self.deferred) > DEFERRED_KEPT:
+            self.deferred.popitem(last=False)
+            self._count("dropped")
+        if self._declining is None or self._declining.done():
+            self._declining = self.spawn(self._decline_deferred())
+
+    def _send_decline(self, ch: p.ChallengeReceived, reason: str, *, paid: bool = False
+                      ) -> bool:
+        if not self.requests.decline(ch.challenge_id, reason[:MAX_NOTE_CHARS], paid=paid):
+            return False
+        log.info("declining challenge %d from %s (%s): %s", ch.challenge_id, ch.from_.name,
+                 ch.game, reason)
+        return True
+
+    async def _decline_deferred(self) -> None:
+        """Decline the deferred challenges, oldest first, as the budget allows; forget them
+        when the connection goes (the server ends a gone user's challenges)."""
+        while self.deferred:
+            await self.requests.declines.take()
+            if self.requests.conn is None:
+                self.deferred.clear()
+                return
+            if not self.deferred:
+                return
+            _, (ch, reason) = self.deferred.popitem(last=False)
+            self._send_decline(ch, reason, paid=True)
+
+    def _count(self, what: str) -> None:
+        self.counts[what] += 1
         now = time.monotonic()
         if now - self.reported >= DROP_REPORT_S:  # the first at once, then a count at most
-            log.warning("dropped %d challenge(s) unanswered: more than the bot declines "
-                        "(next count in %.0f s)", self.dropped, DROP_REPORT_S)
-            self.dropped, self.reported = 0, now
+            log.warning("challenges beyond what the bot declines at once: %d deferred, %d "
+                        "dropped unanswered (next count in %.0f s)", self.counts["deferred"],
+                        self.counts["dropped"], DROP_REPORT_S)
+            self.counts = dict.fromkeys(self.counts, 0)
+            self.reported = now
 
     def on_challenge_ended(self, event: p.ChallengeEnded) -> None:
+        self.deferred.pop(event.challenge_id, None)
         if event.reason == "accepted":
             return
         outgoing = self.outgoing.pop(event.challenge_id, None)

@@ -120,7 +120,7 @@ def token_from_args(args: argparse.Namespace) -> str | None:
     if args.token:
         return str(args.token)
     if args.token_file:
-        return args.token_file.read_text().strip()
+        return str(args.token_file.read_text()).strip()
     token = os.environ.get(TOKEN_ENV, "").strip()
     if not token:
         raise ValueError(f"a bot token is needed: --token, --token-file or ${TOKEN_ENV} "

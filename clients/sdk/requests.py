@@ -1,11 +1,14 @@
 """The runner's requests: on its current connection, within the server's request rate.
 
 The server announces its rate limit per connection (``welcome.limits``). The runner keeps
-under it with two token buckets that together stay below it: one for the requests that
-matter (moves, resignations, resumes, seeks, accepting a challenge), which wait for a
-token, and a small one for declining challenges, which never waits: a decline with no token
-left is not sent at all (the challenge is dropped), so a flood of challenges costs the bot
-neither its moves' budget nor a queue that outlives it (issue 16).
+under it with a token bucket for the requests that matter (moves, resignations, resumes,
+seeks, accepting a challenge), which wait for a token. Declining a challenge sent to the bot
+costs nothing at the server (PROTOCOL.md, ``decline_challenge``), so declines have a
+bucket of their own that is not a share of the server's rate but a bound on what the bot
+spends on them (``DECLINE_RATE``); a decline never waits for it: one with no token left is
+deferred by the :class:`~clients.sdk.challenges.ChallengeDesk` and sent when a token comes.
+A flood of challenges thus costs the bot neither its moves' budget nor an unbounded queue
+(the server caps the challenges pending for one user; issue 16).
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from clients.connection import Connection, Disconnected, ServerError
 
 log = logging.getLogger("clients.sdk")
 
-RATE_SHARE = 0.7  # of the server's advertised request rate and burst, for what matters
-DECLINE_SHARE = 0.15  # of the rate for declines; the rest is the runner's margin
-DECLINE_BURST_SHARE = 0.25  # of the burst for declines (with the main share, under 1)
+RATE_SHARE = 0.85  # of the server's advertised request rate and burst; the rest, a margin
+DECLINE_RATE = 50.0  # declines a second at most (free at the server: the bot's own bound)
+DECLINE_BURST = 50.0
 RATE_LIMIT_RETRIES = 20
 REQUEST_TIMEOUT_S = 30.0  # a request unanswered this long: reconnect and resume
 
@@ -63,7 +66,7 @@ class Requests:
         self.spawn = spawn
         self.conn: Connection | None = None
         self.main = Throttle()
-        self.declines = Throttle(1.0, 1.0)
+        self.declines = Throttle(DECLINE_RATE, DECLINE_BURST)
 
     def attach(self, conn: Connection, used: int = 0) -> None:
         """Use ``conn`` from now on; ``used`` requests of its budget are spent already."""
@@ -72,8 +75,6 @@ class Requests:
             limits = conn.welcome.limits
             self.main = Throttle(RATE_SHARE * limits.rate_per_s,
                                  max(1.0, RATE_SHARE * limits.burst - used))
-            self.declines = Throttle(DECLINE_SHARE * limits.rate_per_s,
-                                     max(1.0, DECLINE_BURST_SHARE * limits.burst))
 
     def detach(self) -> None:
         self.conn = None
@@ -104,11 +105,12 @@ class Requests:
                 await asyncio.sleep((e.retry_after_ms or 100) / 1000)
         raise ServerError(p.error_reply(p.ErrorCode.RATE_LIMITED, "still rate limited"))
 
-    def decline(self, challenge_id: int, message: str | None) -> bool:
-        """Decline a challenge (with ``message``, why) if the decline budget allows it now,
-        without waiting for the reply; whether it was sent."""
+    def decline(self, challenge_id: int, message: str | None, *, paid: bool = False) -> bool:
+        """Decline a challenge (with ``message``, why) if the decline budget allows it now
+        (``paid``: its token is taken already), without waiting for the reply; whether it
+        was sent."""
         conn = self.conn
-        if conn is None or not self.declines.try_take():
+        if conn is None or not (paid or self.declines.try_take()):
             return False
         self.spawn(_decline(conn, challenge_id, message))
         return True

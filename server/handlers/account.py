@@ -26,17 +26,17 @@ async def on_hello(s: Session, m: p.Hello) -> p.ServerMessage:
 
 
 async def on_register(s: Session, m: p.Register) -> p.ServerMessage:
-    user, token = await s.app.accounts.register(m.username, m.password)
+    user, token = await s.app.accounts.register(m.username, m.password, s.peer)
     return await _authed(s, m.id, user, token)
 
 
 async def on_login(s: Session, m: p.Login) -> p.ServerMessage:
-    user, token = await s.app.accounts.login(m.username, m.password)
+    user, token = await s.app.accounts.login(m.username, m.password, s.peer)
     return await _authed(s, m.id, user, token)
 
 
 async def on_guest(s: Session, m: p.Guest) -> p.ServerMessage:
-    user, token = await s.app.accounts.guest()
+    user, token = await s.app.accounts.guest(s.peer)
     return await _authed(s, m.id, user, token)
 
 
@@ -61,6 +61,7 @@ async def on_logout(s: Session, m: p.Logout) -> p.ServerMessage:
         await s.app.accounts.end_session(s.token)
     await s.detach()
     s.user = s.member = s.token = None
+    s.arm_auth_deadline()  # logged out: the connection must log in again, or watch
     return p.Ok(id=m.id)
 
 

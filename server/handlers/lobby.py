@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 async def on_lobby_subscribe(s: Session, m: p.LobbySubscribe) -> p.ServerMessage:
     lobby = s.app.lobby
     lobby.subscribers.add(s)
-    return p.Lobby(id=m.id, seeks=lobby.open_seeks(),
-                   players=tuple(member.wire() for member in lobby.members.values()))
+    view = lobby.view()  # within the protocol's limits, however full the lobby
+    return p.Lobby(id=m.id, seeks=view.seeks, players=view.players,
+                   more_seeks=view.more_seeks or None, more_players=view.more_players or None)
 
 
 async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMessage:
@@ -51,7 +52,9 @@ async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
     offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated), m.rating_min,
                   m.rating_max)
     check_rated(offer, s.me())
-    seek_id, partner = s.app.lobby.add_seek(s.me(), offer)
+    check_can_play(s, s.me())
+    seek_id, partner = s.app.lobby.add_seek(s.me(), offer, s.peer,
+                                            lambda member: can_play(s, member))
     if partner is not None:  # paired at once: game_started, seek_taken, then seek_created
         room = await start_game(s, offer, _shuffled(partner.owner, s.me()))
         _seek_taken(partner.owner, partner.seek_id, room)
@@ -66,6 +69,10 @@ async def on_cancel_seek(s: Session, m: p.CancelSeek) -> p.ServerMessage:
 
 async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
     lobby = s.app.lobby
+    check_can_play(s, s.me())
+    owner = lobby.seeks[m.seek_id].owner if m.seek_id in lobby.seeks else None
+    if owner is not None:
+        check_can_play(s, owner)
     entry = lobby.take_seek(m.seek_id, s.me())
     try:  # game_started, seek_taken (to its owner), seek_removed (lobby), then ok
         room = await start_game(s, entry.offer, _shuffled(entry.owner, s.me()))
@@ -82,6 +89,8 @@ async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
         raise p.ProtocolError(f"{m.to} is not online", code=p.ErrorCode.NOT_FOUND)
     offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated))
     check_rated(offer, s.me(), target)
+    check_can_play(s, s.me())
+    check_can_play(s, target)
     entry = lobby.add_challenge(s.me(), target, offer, m.color)
     target.send(p.event_frame(p.ChallengeReceived(
         challenge_id=entry.challenge_id, from_=s.me().wire_in(m.game), game=m.game,
@@ -92,6 +101,8 @@ async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
 async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessage:
     lobby = s.app.lobby
     entry = lobby.pending(m.challenge_id, s.me(), as_target=True)
+    check_can_play(s, entry.target)
+    check_can_play(s, entry.challenger)
     lobby.take_challenge(entry)
     seats = [entry.challenger, entry.target]
     if entry.color == "random":
@@ -135,6 +146,20 @@ async def start_between(games: Games, offer: Offer, members: tuple[Member, Membe
                              (players[0], players[1]),
                              [list(member.sessions) for member in members],
                              rated=offer.rated)
+
+
+def can_play(s: Session, member: Member) -> bool:
+    """Whether ``member`` may start one game more (``max_games_per_user``)."""
+    return s.app.games.playing(member.user_id) < s.app.settings.max_games_per_user
+
+
+def check_can_play(s: Session, member: Member) -> None:
+    """``conflict`` if ``member`` has as many games in progress as anyone may."""
+    if not can_play(s, member):
+        cap = s.app.settings.max_games_per_user
+        who = "you have" if member is s.member else f"{member.name} has"
+        raise p.ProtocolError(f"{who} {cap} games in progress, the most allowed",
+                              code=p.ErrorCode.CONFLICT)
 
 
 def _shuffled(a: Member, b: Member) -> tuple[Member, Member]:

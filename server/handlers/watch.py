@@ -14,6 +14,7 @@ async def on_watch(s: Session, m: p.Watch) -> p.ServerMessage:
     room = s.app.games.live(m.game_id)
     if room is not None:
         async with room.lock:
+            s.check_can_watch(room)
             room.subscribe(s)
             s.rooms[room.game_id] = room
             return p.GameState(id=m.id, game=room.snapshot())
@@ -35,6 +36,8 @@ async def on_resume(s: Session, m: p.Resume) -> p.ServerMessage:
         return p.GameState(id=m.id, game=await s.app.history.stored_snapshot(m.game_id))
     async with room.lock:
         attach = m.game_id not in s.rooms
+        if attach:
+            s.check_can_watch(room)
         frames = room.events_since(m.since_seq) if m.since_seq else None
         if frames is None:  # the whole game, opponent_back included
             if attach:

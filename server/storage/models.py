@@ -232,7 +232,8 @@ class ChatRow(Base):
         ForeignKey("games.id", ondelete="CASCADE"), primary_key=True
     )
     seq: Mapped[int] = mapped_column(primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    # indexed: deleting a user (the guest sweep) checks the chat lines that name it
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     text: Mapped[str] = mapped_column(Text)
     sent_at: Mapped[datetime]
 

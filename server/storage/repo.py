@@ -25,7 +25,9 @@ from sqlalchemy import (
     Select,
     Table,
     and_,
+    delete,
     func,
+    insert,
     or_,
     select,
     union,
@@ -191,6 +193,81 @@ class Store:
                 .where(_USERS.c.id == user_id)
                 .values(failed_logins=0, locked_until=None)
             )
+
+    async def create_guests(
+        self, names: Sequence[str], *, now: datetime | None = None
+    ) -> list[tuple[User, str]]:
+        """Add guest accounts, each with a session token, in ONE short transaction.
+
+        A flood of guests then costs one commit per batch rather than two per guest; the
+        batches are made by ``server.guests.GuestMaker``. NameTaken (and nothing stored) if
+        any of the names is in use.
+        """
+        moment = _now(now)
+        for name in names:
+            check_fits(UserRow, "name", name)
+        tokens = [secrets.token_urlsafe(32) for _ in names]
+        users = [{"name": name, "name_key": name_key(name), "kind": "guest",
+                  "password_hash": None, "created_at": moment, "failed_logins": 0}
+                 for name in names]
+        try:
+            async with self.writing, self.engine.begin() as conn:
+                rows = (await conn.execute(
+                    insert(_USERS).returning(*_USERS.c, sort_by_parameter_order=True),
+                    users)).all()
+                await conn.execute(insert(_TOKENS), [
+                    {"user_id": row.id, "kind": "session", "token_hash": token_digest(token),
+                     "label": "login", "created_at": moment}
+                    for row, token in zip(rows, tokens, strict=True)])
+        except IntegrityError as exc:
+            raise NameTaken(f"a guest name of {list(names)} is taken") from exc
+        return [(_user(row), token) for row, token in zip(rows, tokens, strict=True)]
+
+    async def idle_guests(self, seen_before: datetime, *, after_id: int = 0,
+                          limit: int = 10_000) -> list[int]:
+        """Guests that never played (no game of any kind names them, no chat line is
+        theirs) and were last seen (made, or a token of theirs made or used) before
+        ``seen_before``: at most ``limit`` ids above ``after_id``, in order."""
+        tokens = _TOKENS.c
+        fresh_token = select(tokens.user_id).where(
+            tokens.user_id == _USERS.c.id,
+            or_(tokens.created_at >= seen_before, tokens.last_used_at >= seen_before))
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(_USERS.c.id)
+                .where(_USERS.c.id > after_id, _USERS.c.kind == "guest",
+                       _USERS.c.created_at < seen_before,
+                       ~fresh_token.exists(), *_never_played(_USERS.c.id))
+                .order_by(_USERS.c.id)
+                .limit(limit))
+            return [row[0] for row in rows]
+
+    async def delete_guests(self, user_ids: Sequence[int], seen_before: datetime) -> int:
+        """Delete these guests (with their tokens) if they still never played and were not
+        seen since ``seen_before`` (checked again in the deleting statement); how many."""
+        if not user_ids:
+            return 0
+        tokens = _TOKENS.c
+        fresh_token = select(tokens.user_id).where(
+            tokens.user_id == _USERS.c.id,
+            or_(tokens.created_at >= seen_before, tokens.last_used_at >= seen_before))
+        async with self.writing, self.engine.begin() as conn:
+            await conn.execute(delete(_TOKENS).where(
+                tokens.user_id.in_(select(_USERS.c.id).where(
+                    _USERS.c.id.in_(user_ids), _USERS.c.kind == "guest",
+                    ~fresh_token.exists(), *_never_played(_USERS.c.id)))))
+            result = await conn.execute(delete(_USERS).where(
+                _USERS.c.id.in_(user_ids), _USERS.c.kind == "guest",
+                ~fresh_token.exists(), *_never_played(_USERS.c.id)))
+        return int(result.rowcount)
+
+    async def count_users(self, kind: UserKind | None = None) -> int:
+        """How many accounts there are (of one kind)."""
+        statement = select(func.count()).select_from(_USERS)
+        if kind is not None:
+            statement = statement.where(_USERS.c.kind == kind)
+        async with self.engine.connect() as conn:
+            return int((await conn.execute(statement)).scalar_one())
 
     # -- tokens --------------------------------------------------------------------------
 
@@ -506,6 +583,13 @@ def _lost_by(user_id: int) -> ColumnElement[bool]:
         and_(GameRow.player0_id == user_id, GameRow.winner == 1),
         and_(GameRow.player1_id == user_id, GameRow.winner == 0),
     )
+
+
+def _never_played(user_id: Any) -> list[ColumnElement[bool]]:
+    """Conditions: no game (playing, over or aborted) and no chat line names ``user_id``."""
+    return [~select(GameRow.id).where(GameRow.player0_id == user_id).exists(),
+            ~select(GameRow.id).where(GameRow.player1_id == user_id).exists(),
+            ~select(ChatRow.seq).where(ChatRow.user_id == user_id).exists()]
 
 
 def _encode_cursor(info: GameInfo) -> str:

@@ -33,7 +33,9 @@ class LiveServer(LocalServer):
     """``python -m server serve`` on a fixed port and a SQLite file; start, stop, restart."""
 
     def __init__(self, directory: Path, grace_s: float = 30.0) -> None:
-        super().__init__(directory, extra_args=["--grace", str(grace_s)])
+        # every client test connects from 127.0.0.1: no per-address limits
+        super().__init__(directory, extra_args=["--grace", str(grace_s), "--guests-per-hour",
+                                                "0", "--logins-per-minute", "0"])
 
 
 @pytest.fixture(scope="session")

@@ -168,3 +168,30 @@ def test_verify_reports_an_unusable_source(tmp_path: Path) -> None:
     assert "no such table" in done.stderr
     done = tessera("verify", str(tmp_path / "missing.txt"))
     assert done.returncode == 1 and "ERROR" in done.stdout and "cannot read" in done.stdout
+
+
+def test_verify_all_counts_an_aborted_game_with_no_moves_as_ok(
+        live_server_factory: Any, scripted_player: Any) -> None:
+    """An aborted game has no winner and maybe no moves: a healthy record, not an error
+    (issue 16: "malformed wire record: KeyError 'winner'", exit 1 on a healthy database)."""
+    server = live_server_factory()
+    a, b = scripted_player(server.url), scripted_player(server.url)
+    a.guest()
+    b.guest()
+    seek = a.call(p.Seek, game="hadron", options={"size": 3}, clock=p.Unlimited())
+    assert isinstance(seek, p.SeekCreated)
+    b.call(p.AcceptSeek, seek_id=seek.seek_id)
+    started = a.wait_for(p.GameStarted)
+    a.call(p.Abort, game_id=started.game_id)
+    over = a.wait_for(p.GameOver, game_id=started.game_id)
+    assert over.reason == "abort" and over.winner is None
+    for source in (["--db", server.db_url], ["--server", server.url]):
+        done = tessera("verify", "--all", *source)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"OK        {started.game_id} (" in done.stdout, done.stdout
+        assert "1 ok, 0 with problems" in done.stdout, done.stdout
+    dumped = subprocess.run([sys.executable, "-m", "server", "dump", "--all", "--db",
+                             server.db_url], capture_output=True, text=True, timeout=60,
+                            check=True)
+    lines = json.loads(dumped.stdout.splitlines()[0])
+    assert records.match_record_from_wire(lines).termination == "abort"

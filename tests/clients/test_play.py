@@ -24,6 +24,7 @@ import engine
 import protocol as p
 from clients.live import GameView
 from clients.local_bot import LocalBot, LocalBotError
+from clients.localserver import LocalServer
 from clients.offers import OfferError, parse_offer
 from tests.clients.conftest import LiveServer, ScriptedPlayer, spawn_tessera, tessera_command
 
@@ -579,3 +580,29 @@ def test_game_view_clocks_run_for_the_mover() -> None:
     assert view.clocks_now() == (57_500, 59_000) and view.my_turn
     assert "ann" in view.status_line() and "59.0" in view.status_line()
     assert "[R]" in view.panel()
+
+
+def test_a_client_idle_before_logging_in_connects_again_when_a_command_needs_it(
+        tmp_path: Path) -> None:
+    """The server closes a connection that has not logged in within its deadline (4408,
+    issue 16); the terminal client does not reconnect in a loop meanwhile, and the next
+    command connects again."""
+    server = LocalServer(tmp_path / "server", log_level="info",
+                         extra_args=["--hello-timeout", "0.5", "--auth-timeout", "1"])
+    server.start()
+    try:
+        child = spawn_play(server.url, "--no-color")
+        child.expect("Log in with")
+        deadline = time.monotonic() + 30
+        while "not logged in within" not in server.log.read_text():
+            assert time.monotonic() < deadline, server.log_tail()
+            time.sleep(0.05)
+        time.sleep(1.5)  # a reconnecting client would be closed again meanwhile
+        child.sendline("guest")
+        log_in_as_guest(child)
+        assert "reconnecting" not in (child.before or "")
+        assert server.log.read_text().count("not logged in within") == 1
+        child.sendline("quit")
+        child.expect(pexpect.EOF)
+    finally:
+        server.stop()

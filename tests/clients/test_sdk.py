@@ -452,10 +452,62 @@ async def test_a_flood_of_challenges_costs_the_bot_neither_its_game_nor_its_stop
             assert await exited(proc, 15) == 0, log.read_text()[-2000:]
             took = time.monotonic() - started
         assert took < 10, took
-        assert "dropped" in log.read_text()  # what it could not decline, it dropped
+        assert "deferred" in log.read_text()  # what it could not decline at once, it deferred
     finally:
         flooding = False
         await asyncio.gather(*tasks, return_exceptions=True)
+        for conn in flooders:
+            await conn.close()
+        proc.kill()
+
+
+async def test_a_flood_beyond_what_the_bot_declines_leaves_it_reachable(
+        server_proc: ServerProcess, tmp_path: Path) -> None:
+    """Twenty guests send challenges as fast as the server lets them, in bursts far beyond
+    what the bot declines a second (issue 16): the server keeps at most its cap of them
+    pending for the bot and refuses the rest with ``conflict``; the bot declines those it
+    deferred as its budget allows, so with the flooders still connected a real challenge
+    gets through, the bot plays it, and SIGTERM then stops it."""
+    log = tmp_path / "bot.log"
+    proc = tessera("bot", "--bot", "random", "--server", server_proc.url, "--token",
+                   server_proc.tokens["epsilon"], "--games", "hadron", log=log)
+    flooders = [await client(server_proc) for _ in range(20)]
+
+    async def burst(conn: Connection, n: int) -> list[str]:
+        """``n`` challenges sent at once; the reply tags (error codes for refusals)."""
+        replies = [await conn.send(p.Challenge(id=conn.pending.next_id(), to="epsilon",
+                                               game="xodd", options={}, clock=CLOCK))
+                   for _ in range(n)]
+        out = []
+        for reply in replies:
+            answer = await asyncio.wait_for(reply, 30)
+            out.append(answer.code if isinstance(answer, p.ErrorReply) else answer.TAG)
+        return out
+
+    try:
+        await until(lambda: "logged in" in log.read_text(), 30, "the bot to log in")
+        tags: list[str] = []
+        for _ in range(3):
+            for got in await asyncio.gather(*(burst(conn, 18) for conn in flooders)):
+                tags += got
+        assert tags.count("challenge_created") > 50, tags  # more than the bot declines at once
+        assert p.ErrorCode.CONFLICT in tags  # the caps held the rest back
+        alpha = make_runner(server_proc, "alpha", SlowBot(seed=5, delay=0.05))
+        async with running(alpha):
+            deadline = time.monotonic() + 60
+            while True:  # refused while the bot's pending challenges are at their cap
+                try:
+                    game_id = await alpha.challenge("epsilon", "hadron", SMALL["hadron"], CLOCK)
+                    break
+                except ServerError as e:
+                    assert e.code == p.ErrorCode.CONFLICT, e
+                    assert time.monotonic() < deadline, log.read_text()[-2000:]
+                    await asyncio.sleep(0.2)
+            result = await asyncio.wait_for(alpha.result(game_id), 60)
+            assert result.reason == "normal", result
+        proc.send_signal(signal.SIGTERM)
+        assert await exited(proc, 15) == 0, log.read_text()[-2000:]
+    finally:
         for conn in flooders:
             await conn.close()
         proc.kill()

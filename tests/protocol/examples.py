@@ -199,6 +199,8 @@ EXAMPLES: dict[str, p.Message] = {
     # Lobby
     "lobby_subscribe": p.LobbySubscribe(id=3),
     "lobby": p.Lobby(id=3, seeks=(SEEK,), players=(ALICE, BOB)),
+    "lobby_capped": p.Lobby(id=3, seeks=(SEEK,), players=(ALICE, BOB), more_seeks=9_499,
+                            more_players=2_098),
     "lobby_unsubscribe": p.LobbyUnsubscribe(id=39),
     "seek_added": p.SeekAdded(seek=SEEK),
     "seek_removed": p.SeekRemoved(seek_id=17),

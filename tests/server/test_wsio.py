@@ -7,6 +7,7 @@ upgraded, these tests say exactly what changed; update wsio.py, then the pins.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 
@@ -53,3 +54,26 @@ async def test_a_live_connection_has_what_wsio_reaches_for(server: Live) -> None
     await client.close()
     await ws.wait_closed()
     assert not wsio.frame_binary(ws, p.encode(p.Pong(id=8)))  # closed: nothing framed
+
+
+async def test_connection_lost_waiter_and_create_connection_are_what_wsio_uses(
+        server: Live) -> None:
+    """``on_connection_lost`` hangs on ``Connection.connection_lost_waiter`` (resolved once,
+    in ``connection_made``'s counterpart); ``reporting_connection`` on ``serve``'s
+    ``create_connection`` and ``ServerConnection.connection_made``."""
+    assert "create_connection" in inspect.signature(websockets.serve).parameters
+    client = await server.clients.guest()
+    (session,) = [s for s in server.running.app.sessions
+                  if s.user is not None and s.user.name == client.name]
+    ws = session.ws
+    assert type(ws).__name__ == "Reported"  # made by wsio.reporting_connection
+    lost: list[bool] = []
+    wsio.on_connection_lost(ws, lambda: lost.append(True))
+    assert not lost
+    await client.close()
+    await ws.wait_closed()
+    await ws.connection_lost_waiter
+    await asyncio.sleep(0)  # the future's callbacks run in the loop turn after it is set
+    assert lost == [True]
+    wsio.on_connection_lost(ws, lambda: lost.append(True))  # already lost: called at once
+    assert lost == [True, True]

@@ -7,6 +7,7 @@ import { encode } from "../vendor/msgpack/encode.mjs";
 export const PROTOCOL_VERSION = 1;
 const CLIENT_NAME = "tessera-web/1";
 const MAX_BACKOFF_MS = 30000;
+const CLOSE_TOO_SLOW_TO_START = 4408; // no login in time (docs/PROTOCOL.md, section 1)
 
 /** A request the server refused: its error code and message. */
 export class ServerError extends Error {
@@ -27,6 +28,7 @@ export class Connection {
     this.state = "connecting"; // connecting | open | closed
     this.backoff = 1000;
     this.stopped = false;
+    this.idle = false; // closed for idling before a login (4408)
     this.onEvent = () => {};
     this.onState = () => {};
     this.onOpen = async () => {}; // runs after hello, before waiting requests go out
@@ -82,6 +84,12 @@ export class Connection {
       this.stopped = true; // policy: reconnecting unchanged would be refused again
       return;
     }
+    if (event.code === CLOSE_TOO_SLOW_TO_START) {
+      // not logged in and watching nothing: connect again when a request needs it
+      this.idle = true;
+      this._setState("idle");
+      return;
+    }
     const wait = this.backoff;
     this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS);
     setTimeout(() => this.connect(), wait);
@@ -112,6 +120,10 @@ export class Connection {
    * refused as rate_limited is sent again once, after the time the server asks for.
    */
   async request(t, fields = {}, { early = false } = {}) {
+    if (this.idle && !early) {
+      this.idle = false;
+      this.connect();
+    }
     if (!early) await this.ready;
     try {
       return await this._send(t, fields);

@@ -20,6 +20,8 @@ export class LobbyView {
     this.conn = app.conn;
     this.seeks = new Map();
     this.players = new Map();
+    this.moreSeeks = 0;
+    this.morePlayers = 0;
     this.timer = null;
   }
 
@@ -46,6 +48,9 @@ export class LobbyView {
     const lobby = await this.conn.request("lobby_subscribe");
     this.seeks = new Map(lobby.seeks.map((s) => [s.seek_id, s]));
     this.players = new Map(lobby.players.map((p) => [p.name, p]));
+    // a busy lobby is listed in part: the server counts the seeks and players it left out
+    this.moreSeeks = lobby.more_seeks || 0;
+    this.morePlayers = lobby.more_players || 0;
     this.renderSeeks();
     this.renderPlayers();
     this.renderMine();
@@ -54,9 +59,13 @@ export class LobbyView {
   onEvent(msg) {
     switch (msg.t) {
       case "seek_added": this.seeks.set(msg.seek.seek_id, msg.seek); this.renderSeeks(); return true;
-      case "seek_removed": this.seeks.delete(msg.seek_id); this.renderSeeks(); return true;
+      case "seek_removed":
+        if (!this.seeks.delete(msg.seek_id) && this.moreSeeks) this.moreSeeks -= 1;  // one not listed
+        this.renderSeeks(); return true;
       case "player_online": this.players.set(msg.user.name, msg.user); this.renderPlayers(); return true;
-      case "player_offline": this.players.delete(msg.name); this.renderPlayers(); return true;
+      case "player_offline":
+        if (!this.players.delete(msg.name) && this.morePlayers) this.morePlayers -= 1;
+        this.renderPlayers(); return true;
       default: return false;
     }
   }
@@ -199,6 +208,9 @@ export class LobbyView {
         h("td", { text: gameLabel(this.conn.game(seek.game), seek.options) }),
         h("td", { text: timeControlText(seek.clock) + (seek.rated ? " · rated" : "") }), h("td", {}, button));
     });
+    if (this.moreSeeks) {
+      rows.push(h("tr", {}, h("td", { colspan: "4", class: "muted", text: `and ${this.moreSeeks} more not listed: seek a game to be paired with any of them` })));
+    }
     if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: "4", class: "muted", text: "No open seeks: create one." })));
     this.seekTable.replaceChildren(...rows);
   }
@@ -223,7 +235,8 @@ export class LobbyView {
       me && me.name === user.name ? h("span", { class: "muted", text: " (you)" })
         : h("button", { type: "button", onclick: () => this.challenge(user.name) }, user.kind === "bot" ? "Play" : "Challenge"));
     this.playerList.replaceChildren(...people.map(row));
-    if (!people.length) this.playerList.append(h("li", { class: "muted", text: "Nobody yet." }));
+    if (this.morePlayers) this.playerList.append(h("li", { class: "muted", text: `and ${this.morePlayers} more online` }));
+    if (!people.length && !this.morePlayers) this.playerList.append(h("li", { class: "muted", text: "Nobody yet." }));
     this.botList.replaceChildren(...bots.map(row));
     if (!bots.length) {
       this.botList.append(h("li", { class: "muted", text: "No bot is online (the server starts some with --house-bots)." }));

@@ -139,7 +139,7 @@ class App {
 
   onState(state) {
     document.getElementById("net").dataset.state = state;
-    document.getElementById("net").title = { open: "connected", connecting: "connecting…", closed: "reconnecting…" }[state];
+    document.getElementById("net").title = { open: "connected", connecting: "connecting…", closed: "reconnecting…", idle: "idle: connects again when needed" }[state];
     if (state === "closed") this.challenges.clear(); // challenges end with the connection
     if (state !== "open") return;
     if (!this.opened) {

@@ -1,0 +1,642 @@
+"""The attacks of ``tessera siege``, each run in a process of its own.
+
+``python -m clients.siege.attacks NAME PORT PARAMS_JSON`` runs attack NAME against the
+server on loopback PORT for ``params["seconds"]`` seconds. It prints ``ready`` on a line
+once its first wave is in (the burst of wrong passwords sent, the connections opened), so
+that the parent can time the owner's login at the worst moment, and then one JSON object
+on its last line: the :class:`~clients.siege.raw.Tally` of what it got. Running apart from
+the canaries keeps the attacker's own CPU out of the canaries' latencies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import resource
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgpack
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+import protocol as p
+
+from ..connection import Connection, Disconnected, ServerError
+from .raw import ATTACKER, RawSocket, Tally, close_reason, frame, sock_count_limit, spread_address
+
+Ready = Callable[[], None]
+Attack = Callable[[int, dict[str, Any], Tally, Ready], Awaitable[None]]
+CONNECT_CONCURRENCY = 200
+
+
+def url(port: int) -> str:
+    return f"ws://127.0.0.1:{port}/ws"
+
+
+def closed_code(conn: Connection) -> str:
+    code = conn.ws.close_code
+    return str(code) if code is not None else "eof"
+
+
+async def open_conn(port: int, source: str, tally: Tally) -> Connection | None:
+    """A connection that said hello, or None (the failure counted in ``tally``)."""
+    try:
+        return await Connection.open(url(port), client="tessera-siege",
+                                     local_addr=(source, 0), open_timeout=10)
+    except InvalidStatus as exc:
+        tally.refused[f"http_{exc.response.status_code}"] += 1
+    except ServerError as exc:
+        tally.refused[exc.code] += 1
+    except (TimeoutError, OSError, Disconnected, ConnectionClosed) as exc:
+        tally.failed[close_reason(exc)] += 1
+    return None
+
+
+async def call_counted(conn: Connection, tally: Tally, kind: type[Any], **fields: Any
+                       ) -> p.ServerMessage | None:
+    """One request; its reply counted as accepted or refused (by code)."""
+    try:
+        reply = await asyncio.wait_for(conn.call(kind, **fields), 30)
+    except ServerError as exc:
+        tally.refused[exc.code] += 1
+        return None
+    tally.accepted += 1
+    return reply
+
+
+async def until(deadline: float) -> None:
+    await asyncio.sleep(max(0.0, deadline - time.monotonic()))
+
+
+async def forever_until(deadline: float, body: Callable[[], Awaitable[None]], tally: Tally
+                        ) -> None:
+    """Run ``body`` again and again until ``deadline``; a dropped connection is counted."""
+    while time.monotonic() < deadline:
+        try:
+            await body()
+        except (TimeoutError, Disconnected, ConnectionClosed, OSError) as exc:
+            tally.failed[close_reason(exc)] += 1
+            await asyncio.sleep(0.05)
+
+
+# -- accounts ---------------------------------------------------------------------------------
+async def lockout(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """A burst of wrong passwords for the owner's account, all at once from one address,
+    then one more every second (enough to keep a lock that every refusal extends)."""
+    deadline = time.monotonic() + params["seconds"]
+    owner = params["owner"]
+
+    async def wrong(i: int) -> None:
+        conn = await open_conn(port, ATTACKER, tally)
+        if conn is None:
+            return
+        async with conn:
+            reply = await call_counted(conn, tally, p.Login, username=owner,
+                                       password=f"not-the-password-{i}")
+            if reply is None and conn.closed.is_set():
+                tally.closed[closed_code(conn)] += 1
+
+    await asyncio.gather(*(wrong(i) for i in range(params["attempts"])))
+    ready()
+    i = params["attempts"]
+    while time.monotonic() < deadline:
+        await wrong(i)
+        i += 1
+        await asyncio.sleep(1.0)
+
+
+async def login_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """Wrong logins for names that do not exist, ``in_flight`` at a time on each of many
+    connections, as fast as the server answers (each one costs the server a password hash).
+    """
+    deadline = time.monotonic() + params["seconds"]
+    counter = iter(range(10**9))
+
+    async def caller(conn: Connection) -> None:
+        while time.monotonic() < deadline and not conn.closed.is_set():
+            try:
+                reply = await call_counted(conn, tally, p.Login,
+                                           username=f"nobody{next(counter)}",
+                                           password="wrong-password")
+            except (TimeoutError, Disconnected):
+                return
+            if reply is not None:  # logged in?! the connection is no use any more
+                await conn.close()
+
+    async def flooder() -> None:
+        while time.monotonic() < deadline:
+            conn = await open_conn(port, ATTACKER, tally)
+            if conn is None:
+                await asyncio.sleep(0.1)
+                continue
+            await asyncio.gather(*(caller(conn) for _ in range(params["in_flight"])))
+            if conn.closed.is_set():
+                tally.closed[closed_code(conn)] += 1
+            await conn.close()
+
+    flooders = [asyncio.create_task(flooder()) for _ in range(params["clients"])]
+    await asyncio.sleep(1.0)
+    ready()
+    await asyncio.gather(*flooders)
+
+
+async def guest_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """Guest logins as fast as possible: the first half of the time from one address, the
+    second half from a new address each time."""
+    start = time.monotonic()
+    half = start + params["seconds"] / 2
+    deadline = start + params["seconds"]
+    counter = iter(range(10**9))
+    phases = {"one_address": Tally(), "many_addresses": Tally()}
+
+    async def flooder() -> None:
+        while time.monotonic() < deadline:
+            many = time.monotonic() >= half
+            sub = phases["many_addresses" if many else "one_address"]
+            source = spread_address(next(counter)) if many else ATTACKER
+            conn = await open_conn(port, source, sub)
+            if conn is None:
+                await asyncio.sleep(0.05)
+                continue
+            async with conn:
+                with contextlib.suppress(Disconnected, asyncio.TimeoutError):
+                    await call_counted(conn, sub, p.Guest)
+
+    flooders = [asyncio.create_task(flooder()) for _ in range(params["clients"])]
+    await asyncio.sleep(1.0)
+    ready()
+    await asyncio.gather(*flooders)
+    for name, sub in phases.items():
+        tally.accepted += sub.accepted
+        tally.refused.update(sub.refused)
+        tally.failed.update(sub.failed)
+        tally.extra[name] = sub.as_dict()
+
+
+# -- connections ------------------------------------------------------------------------------
+async def hold_connections(port: int, count: int, sources: Callable[[int], str],
+                           tally: Tally, ready: Ready, seconds: float, *,
+                           handshake: bool) -> list[RawSocket]:
+    """Open ``count`` connections (websocket handshakes completed or not) with at most
+    CONNECT_CONCURRENCY in flight, hold them until ``seconds`` from the start, and count
+    how each attempt ended."""
+    deadline = time.monotonic() + seconds
+    limit = asyncio.Semaphore(CONNECT_CONCURRENCY)
+    held: list[RawSocket] = []  # every connection made; the accepted ones are counted below
+    accepted: list[RawSocket] = []
+    watchers: list[asyncio.Task[str]] = []
+
+    async def one(i: int) -> None:
+        async with limit:
+            if time.monotonic() > deadline:
+                return
+            try:
+                sock = await RawSocket.connect(port, sources(i))
+            except (TimeoutError, OSError) as exc:
+                tally.failed[close_reason(exc)] += 1
+                return
+            held.append(sock)
+            if not handshake:
+                sock.writer.write(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                watchers.append(asyncio.create_task(sock.wait_closed_by_server()))
+                tally.accepted += 1
+                accepted.append(sock)
+                return
+            try:
+                status = await sock.handshake(port)
+            except (TimeoutError, OSError, asyncio.IncompleteReadError,
+                    asyncio.LimitOverrunError, ValueError, IndexError) as exc:
+                tally.failed[close_reason(exc)] += 1
+                sock.end(close_reason(exc))
+                return
+            if status != 101:
+                tally.refused[f"http_{status}"] += 1
+                sock.end(f"http_{status}")
+                return
+            tally.accepted += 1
+            accepted.append(sock)
+            watchers.append(asyncio.create_task(sock.idle()))
+
+    t0 = time.monotonic()
+    await asyncio.gather(*(one(i) for i in range(count)))
+    tally.extra["opening_s"] = round(time.monotonic() - t0, 2)
+    tally.extra["open_at_ready"] = sum(1 for s in accepted if s.ended is None)
+    ready()
+    if not handshake:  # a slowloris sends one more header byte now and then
+        while time.monotonic() < deadline:
+            await asyncio.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+            for s in held:
+                if s.ended is None:
+                    with contextlib.suppress(Exception):
+                        s.writer.write(b"X")
+    await until(deadline)
+    ended = [s for s in accepted if s.ended is not None]
+    tally.extra["open_at_end"] = len(accepted) - len(ended)
+    for s in ended:
+        tally.closed[s.ended or "eof"] += 1
+    lifetimes = sorted(s.lifetime for s in ended if s.lifetime is not None)
+    if lifetimes:
+        tally.extra["closed_after_s"] = {
+            "min": round(lifetimes[0], 2), "p50": round(lifetimes[len(lifetimes) // 2], 2),
+            "max": round(lifetimes[-1], 2)}
+    for w in watchers:
+        w.cancel()
+    return held
+
+
+async def idle_connections(port: int, params: dict[str, Any], tally: Tally, ready: Ready
+                           ) -> None:
+    """Thousands of websockets from one address that complete the handshake, answer pings
+    and never send ``hello``."""
+    tally.extra["own_open_files_limit"] = sock_count_limit()
+    held = await hold_connections(port, params["connections"], lambda i: ATTACKER, tally,
+                                  ready, params["seconds"], handshake=True)
+    for s in held:
+        s.close()
+
+
+async def fd_exhaustion(port: int, params: dict[str, Any], tally: Tally, ready: Ready
+                        ) -> None:
+    """As many idle websockets as this process can open (its open-files limit raised to
+    the hard limit), spread over many loopback addresses so that a per-address cap does
+    not stop them first."""
+    own = sock_count_limit()
+    count = min(params["connections"], own - 100)
+    per = max(1, params["per_address"])
+    offset = params.get("offset", 0)
+    tally.extra["own_open_files_limit"] = own
+    held = await hold_connections(port, count, lambda i: spread_address(offset + i // per),
+                                  tally, ready, params["seconds"], handshake=True)
+    for s in held:
+        s.close()
+
+
+async def slowloris(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """Connections that send half an HTTP handshake and a byte now and then, never the
+    end of the headers."""
+    tally.extra["own_open_files_limit"] = sock_count_limit()
+    held = await hold_connections(port, params["connections"], lambda i: ATTACKER, tally,
+                                  ready, params["seconds"], handshake=False)
+    for s in held:
+        s.close()
+
+
+# -- lobby and challenges ---------------------------------------------------------------------
+async def guests(port: int, count: int, tally: Tally, deadline: float) -> list[Connection]:
+    """Up to ``count`` connections logged in as guests, from many addresses, until
+    ``deadline``."""
+    limit = asyncio.Semaphore(32)
+    out: list[Connection] = []
+
+    async def one(i: int) -> None:
+        async with limit:
+            if time.monotonic() > deadline:
+                return
+            conn = await open_conn(port, spread_address(i), tally)
+            if conn is None:
+                return
+            try:
+                await conn.call(p.Guest)
+            except ServerError as exc:
+                tally.refused[f"guest:{exc.code}"] += 1
+                await conn.close()
+                return
+            except (Disconnected, ConnectionClosed):
+                tally.closed[closed_code(conn)] += 1
+                return
+            tally.extra["guests"] = tally.extra.get("guests", 0) + 1
+            out.append(conn)
+
+    await asyncio.gather(*(one(i) for i in range(count)))
+    return out
+
+
+async def lobby_poison(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """Many guests each opening several seeks that nobody can pair with (every one with a
+    different clock), then a newcomer asks for the lobby."""
+    deadline = time.monotonic() + params["seconds"]
+    conns = await guests(port, params["clients"], tally, deadline)
+
+    async def seeks(k: int, conn: Connection) -> None:
+        for j in range(params["seeks"]):
+            if time.monotonic() > deadline:
+                return
+            base_ms = 60_000 + (k * params["seeks"] + j) * 1000
+            with contextlib.suppress(Disconnected, asyncio.TimeoutError):
+                await call_counted(conn, tally, p.Seek, game="hadron", options={"size": 5},
+                                   clock=p.Fischer(base_ms=base_ms, increment_ms=0))
+
+    await asyncio.gather(*(seeks(k, c) for k, c in enumerate(conns)))
+    tally.extra["seeks_open"] = tally.accepted
+    ready()
+    newcomer = await open_conn(port, spread_address(60_000), Tally())
+    if newcomer is not None:
+        async with newcomer:
+            try:
+                await newcomer.call(p.Guest)
+                lobby = await newcomer.call(p.LobbySubscribe)
+                assert isinstance(lobby, p.Lobby)
+                tally.extra["lobby_subscribe"] = {"ok": True, "seeks_listed": len(lobby.seeks),
+                                                  "players_listed": len(lobby.players)}
+            except ServerError as exc:
+                tally.extra["lobby_subscribe"] = {"ok": False, "code": exc.code,
+                                                  "message": exc.message[:200]}
+            except (Disconnected, ConnectionClosed) as exc:
+                tally.extra["lobby_subscribe"] = {"ok": False, "code": close_reason(exc)}
+    await until(deadline)
+    for conn in conns:
+        if conn.closed.is_set():
+            tally.closed[closed_code(conn)] += 1
+        await conn.close()
+
+
+async def challenge_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready
+                          ) -> None:
+    """Many guests challenging the bot as fast as they can, with a clock the bot does not
+    accept (so each challenge costs it a decline)."""
+    deadline = time.monotonic() + params["seconds"]
+    conns = await guests(port, params["clients"], tally, deadline)
+    ended: dict[str, int] = {}
+
+    async def challenger(conn: Connection) -> None:
+        async def body() -> None:
+            await call_counted(conn, tally, p.Challenge, to=params["bot"], game="hadron",
+                               options={"size": 5}, clock=p.Correspondence(days_per_move=3))
+            while not conn.events.empty():
+                event = conn.events.get_nowait()
+                if isinstance(event, p.ChallengeEnded):
+                    ended[event.reason] = ended.get(event.reason, 0) + 1
+                elif event is None:
+                    raise Disconnected("closed")
+
+        await forever_until(deadline, body, tally)
+
+    ready()
+    await asyncio.gather(*(challenger(c) for c in conns))
+    tally.extra["challenges_ended"] = ended
+    for conn in conns:
+        if conn.closed.is_set():
+            tally.closed[closed_code(conn)] += 1
+        await conn.close()
+
+
+# -- requests and frames ----------------------------------------------------------------------
+async def request_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """One logged-in client sending requests (ping, list_games, get_board) as fast as it
+    can, ``window`` of them in flight."""
+    deadline = time.monotonic() + params["seconds"]
+    conn = await open_conn(port, ATTACKER, tally)
+    if conn is None:
+        ready()
+        return
+    await conn.call(p.Guest)
+    kinds: list[tuple[type[Any], dict[str, Any]]] = [
+        (p.Ping, {}), (p.ListGames, {"limit": 50}),
+        (p.GetBoard, {"game": "xodd", "options": {"size": 13}})]
+    window = asyncio.Semaphore(params["window"])
+    ready()
+    n = 0
+
+    async def one(kind: type[Any], fields: dict[str, Any]) -> None:
+        try:
+            await call_counted(conn, tally, kind, **fields)
+        except (TimeoutError, Disconnected) as exc:
+            tally.failed[close_reason(exc)] += 1
+        finally:
+            window.release()
+
+    pending: set[asyncio.Task[None]] = set()
+    while time.monotonic() < deadline and not conn.closed.is_set():
+        await window.acquire()
+        kind, fields = kinds[n % len(kinds)]
+        n += 1
+        task = asyncio.create_task(one(kind, fields))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+    await asyncio.gather(*pending, return_exceptions=True)
+    if conn.closed.is_set():
+        tally.closed[closed_code(conn)] += 1
+    tally.extra["sent"] = n
+    await conn.close()
+
+
+BAD_NUMBERS: list[Any] = [math.nan, math.inf, -math.inf, 1e308, 2**64 - 1, -(2**63), -1,
+                          2**31]
+
+
+def mutated(message: p.ClientMessage) -> list[bytes]:
+    """``message`` with each numeric field replaced by each hostile number, and each
+    string field by invalid UTF-8."""
+    base = msgpack.unpackb(p.encode(message))
+    out: list[bytes] = []
+
+    def walk(node: Any, path: tuple[Any, ...]) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, (*path, k))
+        elif isinstance(node, int | float) and not isinstance(node, bool):
+            for bad in BAD_NUMBERS:
+                out.append(msgpack.packb(replaced(base, path, bad)))
+        elif isinstance(node, str) and path != ("t",):
+            marker = "\x00" * max(2, len(node))
+            packed = msgpack.packb(replaced(base, path, marker))
+            out.append(packed.replace(marker.encode(), b"\xff\xfe" * (len(marker) // 2)
+                                      + b"\xc3" * (len(marker) % 2), 1))
+
+    walk(base, ())
+    return out
+
+
+def replaced(tree: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    copy: dict[str, Any] = json.loads(json.dumps(tree))
+    node = copy
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    return copy
+
+
+def bombs_list() -> list[tuple[str, bytes]]:
+    """(kind, payload) of every hostile frame payload sent after logging in."""
+    out: list[tuple[str, bytes]] = [
+        ("deep_array", b"\x91" * 16_383 + b"\xc0"),
+        ("deep_map", b"\x81\xa1a" * 5_000 + b"\xc0"),
+        ("str32_4GiB", b"\x82\xa1t\xa4ping\xa2id\xdb\xff\xff\xff\xff" + b"x" * 16),
+        ("bin32_4GiB", b"\x82\xa1t\xa4ping\xa2id\xc6\xff\xff\xff\xff" + b"x" * 16),
+        ("array32_4G", b"\xdd\xff\xff\xff\xff\xc0"),
+        ("map32_4G", b"\xdf\xff\xff\xff\xff\xa1t\xc0"),
+        ("ext_type", b"\x82\xa1t\xa4ping\xa2id\xd4\x01\x00"),
+        ("int_keys", b"\x82\x01\xa4ping\x02\x01"),
+        ("truncated", p.encode(p.Ping(id=9))[:-1]),
+        ("trailing", p.encode(p.Ping(id=9)) + b"\xc0"),
+        ("empty", b""),
+        ("float_id", msgpack.packb({"t": "ping", "id": 1.5})),
+        ("bool_id", msgpack.packb({"t": "ping", "id": True})),
+        ("unknown_tag", msgpack.packb({"t": "pong", "id": 1})),
+    ]
+    messages: list[p.ClientMessage] = [
+        p.Ping(id=7),
+        p.Move(id=7, game_id="k3v9q2x7ma", ply=3, move="a1"),
+        p.ListGames(id=7, limit=10),
+        p.Resume(id=7, game_id="k3v9q2x7ma", since_seq=5),
+        p.Seek(id=7, game="hadron", options={"size": 5},
+               clock=p.Fischer(base_ms=60_000, increment_ms=1_000)),
+        p.Challenge(id=7, to="nobody", game="xodd", options={"size": 9},
+                    clock=p.PerMove(per_move_ms=30_000)),
+        p.GetPosition(id=7, game_id="k3v9q2x7ma", ply=2),
+    ]
+    for message in messages:
+        out.extend((f"mutated_{message.TAG}", b) for b in mutated(message))
+    return out
+
+
+async def bombs(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """Malformed frames on logged-in connections: every reply and close counted; a
+    connection the server closes is replaced. Then oversized frames and a frame header
+    that announces a terabyte."""
+    by_kind: dict[str, dict[str, int]] = {}
+    conn: Connection | None = None
+    token: str | None = None
+
+    async def fresh() -> Connection | None:
+        nonlocal token
+        c = await open_conn(port, ATTACKER, tally)
+        if c is None:
+            return None
+        try:
+            authed = await (c.call(p.AuthToken, token=token) if token else c.call(p.Guest))
+        except (ServerError, Disconnected):
+            await c.close()
+            return None
+        assert isinstance(authed, p.Authed)
+        token = authed.session_token
+        return c
+
+    deadline = time.monotonic() + params["seconds"]
+    ready()
+    sent = rounds = 0
+    while rounds == 0 or time.monotonic() < deadline:
+        rounds += 1
+        for kind, payload in bombs_list():
+            if conn is None or conn.closed.is_set():
+                conn = await fresh()
+                if conn is None:
+                    continue
+            record(tally, by_kind, kind, await send_bomb(conn, payload))
+            sent += 1
+        for kind, size in (("frame_20KiB", 20 * 1024), ("frame_1MiB", 1 << 20)):
+            if (big := await fresh()) is not None:
+                record(tally, by_kind, kind, await send_bomb(big, b"\x00" * size))
+                sent += 1
+                await big.close()
+        if conn is not None and not conn.closed.is_set():
+            record(tally, by_kind, "text_frame",
+                   await send_bomb(conn, p.encode(p.Ping(id=3)), opcode_text=True))
+            sent += 1
+        record(tally, by_kind, "header_1TiB", await raw_bomb(port, 1 << 40))
+        sent += 1
+    if conn is not None:
+        await conn.close()
+    tally.extra["frames_sent"] = sent
+    tally.extra["rounds"] = rounds
+    tally.extra["by_kind"] = by_kind
+    tally.extra["internal_errors"] = tally.refused.get(p.ErrorCode.INTERNAL_ERROR, 0)
+
+
+async def send_bomb(conn: Connection, payload: bytes, opcode_text: bool = False) -> str:
+    """Send one raw payload; the outcome: ``error:<code>``, ``close:<code>``, ``reply``."""
+    before = conn.events.qsize()
+    try:
+        if opcode_text:
+            await conn.ws.send(payload.decode("latin-1"))
+        else:
+            await conn.ws.send(payload)
+    except ConnectionClosed:
+        return f"close:{closed_code(conn)}"
+    end = time.monotonic() + 3.0
+    while time.monotonic() < end:
+        if conn.events.qsize() > before:
+            event = conn.events.get_nowait()
+            if event is None:
+                break
+            if isinstance(event, p.ErrorReply):
+                return f"error:{event.code}"
+            return f"reply:{event.TAG}"
+        if conn.closed.is_set():
+            break
+        await asyncio.sleep(0.01)
+    if conn.closed.is_set():
+        await conn.close()
+        return f"close:{closed_code(conn)}"
+    return "silence"
+
+
+async def raw_bomb(port: int, announce: int) -> str:
+    """A frame header announcing ``announce`` bytes, and only a few of them."""
+    try:
+        sock = await RawSocket.connect(port, ATTACKER)
+        if await sock.handshake(port) != 101:
+            return "refused"
+        sock.writer.write(frame(b"\x00" * 16, announce=announce))
+        how = await asyncio.wait_for(sock.idle(), 10)
+        sock.close()
+        return f"close:{how}"
+    except (TimeoutError, OSError, asyncio.IncompleteReadError) as exc:
+        return f"close:{close_reason(exc)}"
+
+
+def record(tally: Tally, by_kind: dict[str, dict[str, int]], kind: str, outcome: str) -> None:
+    what, _, code = outcome.partition(":")
+    if what == "error":
+        tally.refused[code] += 1
+    elif what == "close":
+        tally.closed[code] += 1
+    else:
+        tally.accepted += 1
+    group = by_kind.setdefault(kind.split("_")[0] if kind.startswith("mutated") else kind, {})
+    group[outcome] = group.get(outcome, 0) + 1
+
+
+ATTACKS: dict[str, Attack] = {
+    "lockout": lockout,
+    "login-flood": login_flood,
+    "idle-connections": idle_connections,
+    "fd-exhaustion": fd_exhaustion,
+    "slowloris": slowloris,
+    "lobby-poison": lobby_poison,
+    "challenge-flood": challenge_flood,
+    "guest-flood": guest_flood,
+    "request-flood": request_flood,
+    "bombs": bombs,
+}
+
+
+async def run(name: str, port: int, params: dict[str, Any]) -> dict[str, Any]:
+    tally = Tally()
+    started = time.monotonic()
+
+    def ready() -> None:
+        print("ready", flush=True)
+
+    await ATTACKS[name](port, params, tally, ready)
+    tally.extra["attack_s"] = round(time.monotonic() - started, 2)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    tally.extra["cpu_s"] = round(used.ru_utime + used.ru_stime, 2)  # the attacker's own
+    return tally.as_dict()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    name, port, params = args[0], int(args[1]), json.loads(args[2])
+    result = asyncio.run(run(name, port, params))
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())

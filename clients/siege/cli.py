@@ -1,0 +1,217 @@
+"""``tessera siege --attack NAME [--json] [--seconds S]``: hostile traffic against a
+server of its own, and whether the honest users beside it were served (issue 16).
+
+Each attack gets a fresh server (``python -m server serve`` on a free loopback port, a
+SQLite file in a temporary directory, removed after). Beside the attack run a ping canary,
+a move canary and a ``/healthz`` probe (:mod:`clients.siege.canaries`); the attack runs in
+processes of its own (:mod:`clients.siege.attacks`). The targets, checked after each
+attack (exit status 1 if any is missed, and the output names it):
+
+- ``move_p99``: the move canary's acknowledgement p99 during and after the attack <= 100 ms;
+- ``no_canary_disconnect``: neither canary lost its connection;
+- ``healthz``: ``/healthz`` answered every poll;
+- ``owner_login`` (``lockout``, ``login-flood``): the owner, from an address that sent no
+  wrong password, logged in within 1 s, during the attack and after it;
+- ``no_move_lost``: every move acknowledged to the canary is in the database;
+- ``memory``: the server's RSS ``settle`` seconds after the attack is within 25% of before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .attacks import ATTACKS
+
+MOVE_P99_MS = 100.0
+OWNER_LOGIN_MS = 1000.0
+MEMORY_SLACK = 1.25
+OWNER_ATTACKS = ("lockout", "login-flood")
+
+
+def params_for(name: str, opts: argparse.Namespace) -> dict[str, Any]:
+    """The attack's sizes from the options."""
+    common: dict[str, Any] = {"seconds": opts.seconds, "owner": "owner"}
+    sizes: dict[str, dict[str, Any]] = {
+        "lockout": {"attempts": opts.wrong_passwords},
+        "login-flood": {"clients": opts.login_flooders, "in_flight": opts.in_flight},
+        "idle-connections": {"connections": opts.idle},
+        "fd-exhaustion": {"connections": opts.fd_connections, "per_address": opts.per_address,
+                          "per_process": opts.per_process},
+        "slowloris": {"connections": opts.slowloris},
+        "lobby-poison": {"clients": opts.guests, "seeks": opts.seeks},
+        "challenge-flood": {"clients": opts.challengers, "bot": "siegebot"},
+        "guest-flood": {"clients": opts.guest_flooders},
+        "request-flood": {"window": opts.window},
+        "bombs": {},
+    }
+    return {**common, **sizes[name]}
+
+
+def targets(name: str, result: dict[str, Any], move_p99_ms: float = MOVE_P99_MS
+            ) -> dict[str, dict[str, Any]]:
+    """Each target: held or not, and the figure it was judged on."""
+    samples = result["_samples"]
+    move = sorted(samples["move"].during())
+    p99 = move[min(len(move) - 1, int(len(move) * 0.99))] if move else None
+    out: dict[str, dict[str, Any]] = {
+        "move_p99": {"ok": p99 is not None and p99 <= move_p99_ms,
+                     "value_ms": None if p99 is None else round(p99, 1),
+                     "limit_ms": move_p99_ms},
+    }
+    disconnects = sum(samples[c].count("disconnects", ("attack", "after"))
+                      for c in ("move", "ping"))
+    out["no_canary_disconnect"] = {"ok": disconnects == 0, "value": disconnects}
+    failures = samples["healthz"].count("failures", ("quiet", "attack", "after"))
+    out["healthz"] = {"ok": failures == 0, "failures": failures}
+    if name in OWNER_ATTACKS:
+        logins = [result["owner_login"].get("during", {}), result["owner_login"].get("after", {})]
+        worst = max((lg.get("ms", 0.0) for lg in logins), default=0.0)
+        ok = all(lg.get("ok") for lg in logins) and worst <= OWNER_LOGIN_MS
+        out["owner_login"] = {"ok": ok, "worst_ms": worst, "limit_ms": OWNER_LOGIN_MS}
+    out["no_move_lost"] = {"ok": result["acked_moves_lost"] == 0,
+                           "value": result["acked_moves_lost"]}
+    rss = result["server"]["rss_mb"]
+    out["memory"] = {"ok": rss["after"] <= rss["before"] * MEMORY_SLACK,
+                     "before_mb": rss["before"], "after_mb": rss["after"],
+                     "limit_mb": round(rss["before"] * MEMORY_SLACK, 1)}
+    return out
+
+
+def human(result: dict[str, Any]) -> str:
+    """The figures of one attack as a few aligned lines."""
+    lines = [f"== {result['attack']} ({result['seconds']} s; "
+             f"{'PASS' if not result['failed'] else 'FAIL: ' + ', '.join(result['failed'])})"]
+    can = result["canaries"]
+    lines.append(f"  {'canary':<8} {'phase':<7} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} "
+                 f"{'max ms':>8}  problems")
+    for cname in ("ping", "move", "healthz"):
+        for ph in ("quiet", "attack", "after"):
+            s = can[cname][ph]
+            extra = {k: v for k, v in s.items() if k not in ("n", "p50", "p99", "max")}
+            lines.append(f"  {cname:<8} {ph:<7} {s['n']:>5} {fmt(s['p50']):>8} "
+                         f"{fmt(s['p99']):>8} {fmt(s['max']):>8}  "
+                         f"{', '.join(f'{k} {v}' for k, v in extra.items())}")
+    lines.append(f"  attacker: {json.dumps(result['attacker'])}")
+    if result.get("owner_login"):
+        lines.append(f"  owner login: {json.dumps(result['owner_login'])}")
+    if result.get("bot"):
+        lines.append(f"  bot: {json.dumps(result['bot'])}")
+    srv = result["server"]
+    lines.append(f"  server RSS MiB before/peak/after: {srv['rss_mb']['before']} / "
+                 f"{srv['rss_mb']['peak']} / {srv['rss_mb']['after']}; open files peak "
+                 f"{srv['open_files_peak']} of {result.get('server_open_files_limit')}; "
+                 f"log +{srv['log_bytes_added']} bytes; CPU during the attack "
+                 f"{srv['cpu_s_during_attack']} s (attacker {result['attacker'].get('cpu_s')} "
+                 f"s); load average {result.get('load_average')}")
+    lines.append(f"  rows added: {json.dumps(result['rows_added'])}; acknowledged moves "
+                 f"{can['move']['acknowledged']}, lost {result['acked_moves_lost']}")
+    for tname, t in result["targets"].items():
+        figures = ", ".join(f"{k} {v}" for k, v in t.items() if k != "ok")
+        lines.append(f"  target {tname:<21} {'ok' if t['ok'] else 'MISSED'}  ({figures})")
+    return "\n".join(lines)
+
+
+def fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def run_one(name: str, opts: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    from .run import siege
+
+    t0 = time.monotonic()
+    result = asyncio.run(siege(name, params_for(name, opts), workdir / name,
+                               quiet_s=opts.quiet, settle_s=opts.settle))
+    result["targets"] = targets(name, result, opts.move_p99_ms)
+    result["failed"] = [t for t, v in result["targets"].items() if not v["ok"]]
+    result["seconds"] = round(time.monotonic() - t0, 1)
+    del result["_samples"]
+    return result
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="tessera siege",
+        description="Hostile traffic against a server of its own, with a ping canary, a "
+                    "move canary and /healthz polled beside it; exit status 1 if a target "
+                    "is missed (see docs/RELIABILITY.md, 'Under siege').")
+    ap.add_argument("--attack", required=True, choices=[*ATTACKS, "all"],
+                    help="the attack, or all of them in turn")
+    ap.add_argument("--json", action="store_true",
+                    help="print one JSON object (with --attack all: {'attacks': [...]})")
+    ap.add_argument("--seconds", type=float, default=15.0,
+                    help="how long each attack lasts (default: %(default)s)")
+    ap.add_argument("--quiet", type=float, default=2.0,
+                    help="canaries alone before the attack, seconds (default: %(default)s)")
+    ap.add_argument("--settle", type=float, default=5.0,
+                    help="seconds after the attack before memory is read again "
+                         "(default: %(default)s)")
+    ap.add_argument("--move-p99-ms", type=float, default=MOVE_P99_MS,
+                    help="the move canary's p99 target (default: %(default)s)")
+    size = ap.add_argument_group("attack sizes")
+    size.add_argument("--wrong-passwords", type=int, default=24,
+                      help="lockout: wrong passwords sent at once (default: %(default)s)")
+    size.add_argument("--login-flooders", type=int, default=64,
+                      help="login-flood: connections sending wrong logins "
+                           "(default: %(default)s)")
+    size.add_argument("--guest-flooders", type=int, default=16,
+                      help="guest-flood: connections asking for guest accounts at once "
+                           "(default: %(default)s)")
+    size.add_argument("--in-flight", type=int, default=4,
+                      help="login-flood: logins in flight on each connection "
+                           "(default: %(default)s)")
+    size.add_argument("--idle", type=int, default=3000,
+                      help="idle-connections: websockets that never say hello "
+                           "(default: %(default)s)")
+    size.add_argument("--fd-connections", type=int, default=21000,
+                      help="fd-exhaustion: connections to try (default: %(default)s, above "
+                           "a 20,000 open-files limit)")
+    size.add_argument("--per-address", type=int, default=50,
+                      help="fd-exhaustion: connections per source address "
+                           "(default: %(default)s)")
+    size.add_argument("--per-process", type=int, default=15000,
+                      help="fd-exhaustion: connections per attacker process, below its "
+                           "own open-files limit (default: %(default)s)")
+    size.add_argument("--slowloris", type=int, default=1000,
+                      help="slowloris: half-sent handshakes (default: %(default)s)")
+    size.add_argument("--guests", type=int, default=2100,
+                      help="lobby-poison: guests, as many as join within --seconds "
+                           "(default: %(default)s)")
+    size.add_argument("--seeks", type=int, default=5,
+                      help="lobby-poison: seeks per guest (default: %(default)s)")
+    size.add_argument("--challengers", type=int, default=50,
+                      help="challenge-flood: guests challenging the bot "
+                           "(default: %(default)s)")
+    size.add_argument("--window", type=int, default=64,
+                      help="request-flood: requests in flight (default: %(default)s)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parser().parse_args(argv)
+    names = list(ATTACKS) if opts.attack == "all" else [opts.attack]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tessera-siege-") as tmp:
+        for name in names:
+            result = run_one(name, opts, Path(tmp))
+            results.append(result)
+            if not opts.json:
+                print(human(result), flush=True)
+    failed = {r["attack"]: r["failed"] for r in results if r["failed"]}
+    if opts.json:
+        print(json.dumps(results[0] if len(results) == 1 else
+                         {"attacks": results, "failed": failed}))
+    elif len(results) > 1:
+        print("FAILED: " + "; ".join(f"{a}: {', '.join(f)}" for a, f in failed.items())
+              if failed else "every target held")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

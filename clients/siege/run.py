@@ -1,0 +1,324 @@
+"""One siege: a fresh server, its canaries, one attack, and the figures.
+
+The server is started as shipped (``python -m server serve``, :class:`LocalServer`) on a
+free loopback port with a SQLite file in a temporary directory. The run goes through three
+phases: ``quiet`` (canaries only), ``attack`` (the attacker process runs), ``after``
+(``settle`` seconds once the attacker has exited and closed its connections). The
+server's resident memory is read from ``/proc/PID/status`` (before the attack, its peak
+during it, at the end of ``after``), its open files from ``/proc/PID/fd``, and the rows
+added to each table from the SQLite file, read-only, once the server has stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import protocol as p
+
+from ..connection import Connection, ServerError
+from ..localserver import LocalServer
+from .canaries import NETWORK_ERRORS, Account, BotCanary, HealthProbe, MoveCanary, Phase, PingCanary
+from .raw import OWNER, close_reason
+
+OWNER_LOGIN_TIMEOUT_S = 10.0
+BOT_NAME = "siegebot"
+
+
+class Process:
+    """What /proc says about the server process."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.rss_peak_mb = 0.0
+        self.fds_peak = 0
+
+    def rss_mb(self) -> float:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def fds(self) -> int:
+        try:
+            return len(os.listdir(f"/proc/{self.pid}/fd"))
+        except OSError:
+            return 0
+
+    def cpu_s(self) -> float:
+        """User and system CPU time used so far."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
+    def open_files_limit(self) -> int | None:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            for line in Path(f"/proc/{self.pid}/limits").read_text().splitlines():
+                if line.startswith("Max open files"):
+                    return int(line.split()[3])
+        return None
+
+    async def sample(self, period: float = 0.25) -> None:
+        while True:
+            self.rss_peak_mb = max(self.rss_peak_mb, self.rss_mb())
+            self.fds_peak = max(self.fds_peak, self.fds())
+            await asyncio.sleep(period)
+
+
+def count_rows(db: Path) -> dict[str, int]:
+    """Rows per table, read through a read-only connection."""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as c:
+        tables = [r[0] for r in c.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+            "AND name != 'alembic_version' ORDER BY name")]
+        return {t: int(c.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in tables}
+
+
+def lost_moves(db: Path, acked: dict[tuple[str, int], str]) -> int:
+    """Acknowledged moves that are not in the database as acknowledged."""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as c:
+        stored = {(g, ply): move for g, ply, move in
+                  c.execute("SELECT game_id, ply, move FROM moves")}
+    return sum(1 for key, move in acked.items() if stored.get(key) != move)
+
+
+async def register(url: str, account: Account, source: str) -> None:
+    async with await Connection.open(url, local_addr=(source, 0)) as conn:
+        authed = await conn.call(p.Register, username=account.name, password=account.password)
+        assert isinstance(authed, p.Authed)
+        account.token = authed.session_token
+
+
+async def owner_login(url: str, owner: Account) -> dict[str, Any]:
+    """The owner logs in with the right password from an address that sent no wrong one,
+    as a patient client would: after ``rate_limited`` (or ``locked_out``) it waits the
+    ``retry_after_ms`` it was given and tries again, for up to OWNER_LOGIN_TIMEOUT_S.
+    How long it took from the first connection to ``authed``, in how many attempts, or
+    why it gave up."""
+    t0 = time.monotonic()
+    attempts = 0
+    last: dict[str, Any] = {}
+
+    def elapsed() -> float:
+        return round((time.monotonic() - t0) * 1000, 1)
+
+    while True:
+        attempts += 1
+        left = OWNER_LOGIN_TIMEOUT_S - (time.monotonic() - t0)
+        retry_s: float | None = None
+        try:
+            conn = await asyncio.wait_for(Connection.open(url, local_addr=(OWNER, 0)),
+                                          max(0.1, left))
+        except NETWORK_ERRORS as exc:
+            return {"ok": False, "ms": elapsed(), "attempts": attempts,
+                    "code": close_reason(exc), **last}
+        try:
+            left = OWNER_LOGIN_TIMEOUT_S - (time.monotonic() - t0)
+            await asyncio.wait_for(conn.call(p.Login, username=owner.name,
+                                             password=owner.password), max(0.1, left))
+            return {"ok": True, "ms": elapsed(), "attempts": attempts, **last}
+        except ServerError as exc:
+            last = {"refused": exc.code, "retry_after_ms": exc.retry_after_ms}
+            if exc.retry_after_ms is not None:
+                retry_s = exc.retry_after_ms / 1000
+        except NETWORK_ERRORS as exc:
+            return {"ok": False, "ms": elapsed(), "attempts": attempts,
+                    "code": close_reason(exc), **last}
+        finally:
+            await conn.close()
+        spent = time.monotonic() - t0
+        if retry_s is None or spent + retry_s >= OWNER_LOGIN_TIMEOUT_S:
+            return {"ok": False, "ms": elapsed(), "attempts": attempts,
+                    "code": last["refused"], **last}
+        await asyncio.sleep(retry_s)
+
+
+class Bot:
+    """``tessera bot --bot random`` on a bot account, as its author would run it."""
+
+    def __init__(self, server: LocalServer, workdir: Path) -> None:
+        token = server.create_bot(BOT_NAME)
+        token_file = workdir / "bot.token"
+        token_file.write_text(token)
+        self.log = workdir / "bot.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "clients.cli", "bot", "--bot", "random",
+                 "--server", server.url, "--token-file", str(token_file), "--max-games", "2"],
+                stdout=out, stderr=subprocess.STDOUT)
+
+    def stop(self) -> dict[str, Any]:
+        """SIGTERM (the games in progress may finish), a second one after 5 s (resign),
+        SIGKILL after 15 s: how long it took and what it needed."""
+        t0 = time.monotonic()
+        signals = 0
+        for wait_s in (5.0, 10.0):
+            if self.proc.poll() is not None:
+                break
+            self.proc.send_signal(signal.SIGTERM)
+            signals += 1
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(wait_s)
+        killed = self.proc.poll() is None
+        if killed:
+            self.proc.kill()
+            self.proc.wait()
+        return {"stop_s": round(time.monotonic() - t0, 2), "sigterms": signals,
+                "killed": killed, "exit": self.proc.returncode}
+
+
+async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: float,
+                settle_s: float) -> dict[str, Any]:
+    """Run attack ``name`` against a fresh server in ``workdir``; every figure."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    server = LocalServer(workdir)
+    await asyncio.to_thread(server.start)
+    assert server.pid is not None
+    proc = Process(server.pid)
+    url = server.url
+    phase = Phase()
+    owner = Account("owner", "owner-password-1")
+    pinger, mover_a, mover_b = (Account(n, f"{n}-password-1") for n in ("pinger", "white",
+                                                                            "black"))
+    out: dict[str, Any] = {"attack": name, "params": params}
+    bot: Bot | None = None
+    canaries: list[Any] = []
+    sampler: asyncio.Task[None] | None = None
+    try:
+        for k, acc in enumerate((owner, pinger, mover_a, mover_b)):
+            await register(url, acc, OWNER if acc is owner else f"127.0.0.{10 + k}")
+        ping = PingCanary(url, phase, pinger)
+        move = MoveCanary(url, phase, mover_a, mover_b)
+        health = HealthProbe(url, phase, server.port)
+        canaries = [ping, move, health]
+        botc: BotCanary | None = None
+        if name == "challenge-flood":
+            bot = await asyncio.to_thread(Bot, server, workdir)
+            player = Account("botfan", "botfan-password-1")
+            await register(url, player, "127.0.0.14")
+            botc = BotCanary(url, phase, player, BOT_NAME)
+            await asyncio.sleep(1.0)  # the bot logs in
+            canaries.append(botc)
+        for c in canaries:
+            c.start()
+        await asyncio.sleep(quiet_s)
+        out["server_open_files_limit"] = proc.open_files_limit()
+        rows_before = await asyncio.to_thread(count_rows, workdir / "tessera.db")
+        log_before = server.log.stat().st_size
+        rss_before = proc.rss_mb()
+        proc.rss_peak_mb = rss_before
+        sampler = asyncio.create_task(proc.sample())
+        out["load_average"] = [round(x, 2) for x in os.getloadavg()]
+        cpu_before = proc.cpu_s()
+        phase.name = "attack"
+        out["attacker"], out["owner_login"] = await attack(name, server.port, params, url,
+                                                           owner)
+        cpu_attack = proc.cpu_s() - cpu_before
+        phase.name = "after"
+        await asyncio.sleep(settle_s)
+        if name in ("lockout", "login-flood"):
+            out["owner_login"]["after"] = await owner_login(url, owner)
+        rss_after = proc.rss_mb()
+        out["server"] = {"rss_mb": {"before": round(rss_before, 1),
+                                    "peak": round(proc.rss_peak_mb, 1),
+                                    "after": round(rss_after, 1)},
+                         "open_files_peak": proc.fds_peak,
+                         "cpu_s_during_attack": round(cpu_attack, 2),
+                         "log_bytes_added": server.log.stat().st_size - log_before}
+        for c in canaries:
+            await c.stop()
+        out["canaries"] = {"ping": ping.samples.summary(), "move": move.samples.summary(),
+                           "healthz": health.samples.summary()}
+        out["canaries"]["move"]["games"] = move.games
+        out["canaries"]["move"]["acknowledged"] = len(move.acked)
+        if botc is not None:
+            out["bot"] = {"games_with_canary": dict(botc.finished),
+                          "canary_challenges_ended": dict(botc.declined),
+                          "time_to_game": botc.samples.summary()}
+    finally:
+        if sampler is not None:
+            sampler.cancel()
+        for c in canaries:
+            await c.stop()
+        if bot is not None:
+            stopped = await asyncio.to_thread(bot.stop)
+            out.setdefault("bot", {})["stop"] = stopped
+        out["server_exit"] = await asyncio.to_thread(server.stop)
+    db = workdir / "tessera.db"
+    rows_after = count_rows(db)
+    out["rows_added"] = {t: n - rows_before.get(t, 0) for t, n in rows_after.items()
+                         if n != rows_before.get(t, 0)}
+    out["acked_moves_lost"] = lost_moves(db, move.acked)
+    out["_samples"] = {"move": move.samples, "ping": ping.samples, "healthz": health.samples}
+    return out
+
+
+async def attack(name: str, port: int, params: dict[str, Any], url: str, owner: Account
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the attacker process(es); the owner logs in once the first wave is in."""
+    waves = [params]
+    if name == "fd-exhaustion":  # one process's open-files limit is not enough
+        per = params["per_process"]
+        total = params["connections"]
+        waves = [{**params, "connections": min(per, total - k), "offset": k}
+                 for k in range(0, total, per)]
+    procs = [await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "clients.siege.attacks", name, str(port), json.dumps(w),
+        stdout=asyncio.subprocess.PIPE) for w in waves]
+    readies = [asyncio.create_task(wait_ready(pr)) for pr in procs]
+    await asyncio.wait(readies, timeout=params["seconds"] + 120)
+    during = await owner_login(url, owner)
+    results: list[dict[str, Any]] = []
+    for pr, ready in zip(procs, readies, strict=True):
+        try:
+            await asyncio.wait_for(ready, params["seconds"] + 120)
+            assert pr.stdout is not None
+            data, _ = await asyncio.wait_for(pr.communicate(), params["seconds"] + 120)
+            lines = data.decode().strip().splitlines()
+            results.append(json.loads(lines[-1]) if lines else {"error": "no output"})
+        except (TimeoutError, json.JSONDecodeError) as exc:
+            with contextlib.suppress(ProcessLookupError):
+                pr.kill()
+            results.append({"error": close_reason(exc)})
+    return merge(results), {"during": during}
+
+
+async def wait_ready(pr: asyncio.subprocess.Process) -> None:
+    assert pr.stdout is not None
+    while True:
+        line = await pr.stdout.readline()
+        if not line or line.strip() == b"ready":
+            return
+
+
+def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several attacker processes' tallies as one (counts added)."""
+    if len(results) == 1:
+        return results[0]
+    out: dict[str, Any] = {"processes": len(results)}
+    for r in results:
+        for k, v in r.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                out[k] = out.get(k, 0) + v
+            elif isinstance(v, dict) and all(isinstance(x, int) for x in v.values()):
+                acc = out.setdefault(k, {})
+                for kk, vv in v.items():
+                    acc[kk] = acc.get(kk, 0) + vv
+            else:
+                out.setdefault(k, v)
+    return out
+

@@ -1,0 +1,149 @@
+"""Admission of websocket connections: a cap per address and a cap in all.
+
+Every connection holds a file descriptor, and a process has only so many (``RLIMIT_NOFILE``;
+``tessera serve`` raises its soft limit to the hard one at start). The total cap is that
+limit less a reserve (``fd_reserve``) kept for the database, the logs, handshakes in progress
+and plain HTTP, so that ``/healthz`` and ``/metrics`` answer even when websockets are at the
+cap. An upgrade over a cap is refused before the websocket opens, with an HTTP status and
+``Retry-After``: 429 when the caller's address holds ``max_connections_per_address``
+already, 503 when the server holds ``max_connections``.
+
+A connection is counted from the moment its upgrade is admitted until its transport is gone
+(:func:`server.wsio.on_connection_lost`), so a handshake that fails after admission, a
+connection closed by a deadline and one whose peer vanished are all given back.
+
+Before its HTTP request a connection is only a socket, and a flood of sockets that never
+send anything would hold files until websockets' handshake timeout (10 s): enough of them
+exhaust the files, and then nothing is accepted, ``/healthz`` included. So the connections
+waiting for their request are kept in order (:class:`Handshakes`), at most
+``max_handshakes`` of them (files kept for them too): one more cuts the oldest. A real
+request comes within milliseconds of its connection, so it is rarely the oldest; a flood
+of silent sockets churns through the slots instead of through the files.
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+from collections import OrderedDict
+from collections.abc import Callable
+from http import HTTPStatus
+
+from websockets.asyncio.server import ServerConnection
+from websockets.http11 import Response
+
+from . import wsio
+from .config import Settings
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_S = 10  # what a refused client is told to wait
+MIN_TOTAL = 16  # the total cap never falls below this, however low the open-files limit
+
+
+def open_files_limit() -> int | None:
+    """This process's soft ``RLIMIT_NOFILE`` (None if unlimited or unknown)."""
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ValueError, OSError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def total_cap(settings: Settings, files: int | None) -> int:
+    """The cap on open websockets: ``max_connections`` when set, and always below the
+    open-files limit ``files`` by ``fd_reserve`` and ``max_handshakes``."""
+    caps = [settings.max_connections] if settings.max_connections is not None else []
+    if files is not None:
+        caps.append(max(MIN_TOTAL, files - settings.fd_reserve - settings.max_handshakes))
+    return min(caps) if caps else 1 << 30
+
+
+class Handshakes:
+    """Accepted connections that have not sent their HTTP request yet, oldest first; over
+    ``limit`` the oldest is cut (``evicted`` is called for each)."""
+
+    __slots__ = ("evicted", "limit", "waiting")
+
+    def __init__(self, limit: int, evicted: Callable[[], None] = lambda: None) -> None:
+        self.limit = limit
+        self.evicted = evicted
+        self.waiting: OrderedDict[ServerConnection, None] = OrderedDict()
+
+    def accepted(self, connection: ServerConnection) -> None:
+        self.waiting[connection] = None
+        wsio.on_connection_lost(connection, lambda: self.requested(connection))
+        while len(self.waiting) > self.limit:
+            oldest, _ = self.waiting.popitem(last=False)
+            wsio.abort(oldest)
+            self.evicted()
+
+    def requested(self, connection: ServerConnection) -> None:
+        """Its request came (or it is gone): no longer waiting."""
+        self.waiting.pop(connection, None)
+
+    def __len__(self) -> int:
+        return len(self.waiting)
+
+
+class Admission:
+    """Open websockets by address and in all; admits or refuses each upgrade."""
+
+    __slots__ = ("by_address", "handshakes", "per_address", "refused", "total", "total_cap")
+
+    def __init__(self, settings: Settings, files: int | None,
+                 evicted: Callable[[], None] = lambda: None) -> None:
+        self.per_address = settings.max_connections_per_address
+        self.total_cap = total_cap(settings, files)
+        self.by_address: dict[str, int] = {}  # only addresses with a connection open
+        self.total = 0
+        self.refused = {"address": 0, "total": 0}
+        self.handshakes = Handshakes(settings.max_handshakes, evicted)
+
+    def admit(self, connection: ServerConnection) -> Response | None:
+        """None (and the connection counted) if it may open; else the refusal to send."""
+        address = peer_address(connection)
+        held = self.by_address.get(address, 0)
+        if held >= self.per_address:
+            self.refused["address"] += 1
+            return _refusal(connection, HTTPStatus.TOO_MANY_REQUESTS,
+                            f"too many connections from your address (at most "
+                            f"{self.per_address})\n")
+        if self.total >= self.total_cap:
+            self.refused["total"] += 1
+            return _refusal(connection, HTTPStatus.SERVICE_UNAVAILABLE,
+                            "the server is full: try again later\n")
+        self.by_address[address] = held + 1
+        self.total += 1
+        wsio.on_connection_lost(connection, lambda: self._release(address))
+        return None
+
+    def _release(self, address: str) -> None:
+        self.total -= 1
+        left = self.by_address[address] - 1
+        if left:
+            self.by_address[address] = left
+        else:
+            del self.by_address[address]
+
+
+def peer_address(connection: ServerConnection) -> str:
+    """The peer's IP address (without the port)."""
+    remote = connection.remote_address
+    return str(remote[0]) if remote else "?"
+
+
+def _refusal(connection: ServerConnection, status: HTTPStatus, text: str) -> Response:
+    response = connection.respond(status, text)
+    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
+def describe_caps(admission: Admission, files: int | None) -> dict[str, int | None]:
+    """The figures the start-up log line reports."""
+    return {"open_files_limit": files, "max_connections": admission.total_cap,
+            "max_connections_per_address": admission.per_address,
+            "max_handshakes": admission.handshakes.limit}
+
+
+__all__ = ["Admission", "Handshakes", "open_files_limit", "peer_address", "total_cap"]
