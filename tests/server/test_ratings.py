@@ -5,6 +5,7 @@ recomputation, the lobby and profiles show them, rematches, and what is refused.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import subprocess
 import sys
@@ -268,3 +269,26 @@ async def test_ratings_verify_exits_1_on_a_difference(server: Live) -> None:
     assert run.returncode == 1
     assert f"game {game.game_id} seat 1: after" in run.stdout
     assert "1 differences" in run.stderr
+
+
+async def test_export_carries_the_rating_changes(server: Live) -> None:
+    alice, bob = await both_registered(server.clients)
+    game = await rated_game(alice, bob)
+    over = await play_out(game, random.Random(8))
+    assert over.rating_changes is not None
+
+    def export(fmt: str) -> str:
+        run = subprocess.run([sys.executable, "-m", "clients.cli", "export", game.game_id,
+                              "--db", server.settings.db_url, "--format", fmt],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    data = json.loads(await asyncio.to_thread(export, "json"))
+    assert data["rated"] is True
+    assert [c["rating_after"] for c in data["rating_changes"]] == [
+        c.rating_after for c in over.rating_changes]
+    text = await asyncio.to_thread(export, "text")
+    assert '[Rated "yes"]' in text
+    red = over.rating_changes[0]
+    assert f'[RedRating "1500 350 0.06 -> {red.rating_after!r}' in text
