@@ -67,6 +67,8 @@ GAMES: list[tuple[str, dict[str, Any]]] = [
 ]
 CLOCK = p.Fischer(base_ms=600_000, increment_ms=5_000)
 CONNECT_CONCURRENCY = 64
+REGISTER_CONCURRENCY = 4  # per load generator
+DEBUG_CONNECT = bool(os.environ.get("TESSERA_BENCH_DEBUG"))  # say why a connection failed
 
 
 def raise_fd_limit() -> None:
@@ -295,14 +297,18 @@ async def _connect_guests(url: str, n: int, stats: Stats, names: str | None = No
                           ) -> list[tuple[ClientConnection, str]]:
     """``n`` guests connected ``CONNECT_CONCURRENCY`` at a time; failures are counted.
     ``names``: register users named ``names`` + a number instead."""
-    sem = asyncio.Semaphore(CONNECT_CONCURRENCY)
+    # a registration waits for a password hash (a few a second on 2 cores): few at once, or
+    # the last ones queued would pass the server's login deadline
+    sem = asyncio.Semaphore(CONNECT_CONCURRENCY if names is None else REGISTER_CONCURRENCY)
 
     async def one(index: int) -> tuple[ClientConnection, str] | None:
         async with sem:
             try:
                 return await _guest(url, None if names is None else f"{names}{index}")
-            except Exception:
+            except Exception as exc:
                 stats.error("connect_failed")
+                if DEBUG_CONNECT:
+                    print(f"connect failed: {exc!r}"[:300], file=sys.stderr)
                 return None
 
     return [c for c in await asyncio.gather(*(one(i) for i in range(n))) if c is not None]
@@ -511,6 +517,7 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
     args = [*module, "serve", "--port", "0", "--db", db_url,
             "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning",
             "--guests-per-hour", "0",  # every guest comes from one address here
+            "--logins-per-minute", "0",  # and every registration (--rated)
             # every simulated client comes from this machine's one address
             "--max-connections-per-address", str(BENCH_CONNECTIONS_PER_ADDRESS)]
     if loop is not None:
