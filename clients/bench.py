@@ -59,6 +59,8 @@ from websockets.exceptions import ConnectionClosed
 import engine
 import protocol as p
 
+from .privatecluster import DEFAULT_DB, PrivateCluster
+
 GAMES: list[tuple[str, dict[str, Any]]] = [
     ("hadron", {"size": 5}),
     ("xodd", {"size": 9}),
@@ -293,18 +295,23 @@ async def _guest(url: str, name: str | None = None) -> tuple[ClientConnection, s
         raise
 
 
-async def _connect_guests(url: str, n: int, stats: Stats, names: str | None = None
-                          ) -> list[tuple[ClientConnection, str]]:
+async def _connect_guests(url: str, n: int, stats: Stats, rng: random.Random | None = None,
+                          names: str | None = None) -> list[tuple[ClientConnection, str]]:
     """``n`` guests connected ``CONNECT_CONCURRENCY`` at a time; failures are counted.
-    ``names``: register users named ``names`` + a number instead."""
+    ``url`` may list a cluster's nodes, comma-separated: each guest goes to one at random,
+    as a load balancer would place them. ``names``: register users named ``names`` + a
+    number instead."""
     # a registration waits for a password hash (a few a second on 2 cores): few at once, or
     # the last ones queued would pass the server's login deadline
     sem = asyncio.Semaphore(CONNECT_CONCURRENCY if names is None else REGISTER_CONCURRENCY)
+    urls = url.split(",")
+    pick = rng or random.Random(0)
 
     async def one(index: int) -> tuple[ClientConnection, str] | None:
         async with sem:
             try:
-                return await _guest(url, None if names is None else f"{names}{index}")
+                return await _guest(pick.choice(urls),
+                                    None if names is None else f"{names}{index}")
             except Exception as exc:
                 stats.error("connect_failed")
                 if DEBUG_CONNECT:
@@ -337,7 +344,7 @@ async def load_games(url: str, games: int, seconds: float, seed: int, think_ms: 
     stats = Stats()
     pool = random_games(seed, per_kind=32)
     rng = random.Random(seed)
-    conns = await _connect_guests(url, 2 * games, stats, f"b{seed}x" if rated else None)
+    conns = await _connect_guests(url, 2 * games, stats, rng, f"b{seed}x" if rated else None)
     bots = [Bot(ws, name, stats, think_ms / 1000, random.Random(rng.random()), rated)
             for ws, name in conns]
     pairs = [Pair(i, bots[2 * i], bots[2 * i + 1], pool[i % len(GAMES)],
@@ -580,6 +587,60 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
     }
 
 
+async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: int,
+                                  procs: int, think_ms: float, workdir: Path, db_url: str,
+                                  redis_url: str | None) -> dict[str, Any]:
+    """``run_games_bench`` on a cluster of ``nodes`` (its players on nodes at random); the
+    CPU of every server-side process: the nodes, Redis, the PostgreSQL backends."""
+    loop = asyncio.get_running_loop()
+    async with PrivateCluster(workdir / "cluster", nodes, db_url=db_url,
+                              redis_url=redis_url) as cluster:
+        for node in cluster.nodes:
+            await asyncio.to_thread(node.start)
+        readings: list[tuple[float, float, dict[int, float]]] = []
+
+        def reading() -> None:
+            pg = asyncio.run_coroutine_threadsafe(cluster.postgres_cpu_by_pid(), loop)
+            redis = asyncio.run_coroutine_threadsafe(cluster.redis_cpu_s(), loop)
+            readings.append((cluster.node_cpu_s(), redis.result(30), pg.result(30)))
+
+        parts = await asyncio.to_thread(
+            _run_loadgens, "games", ",".join(cluster.urls), workdir, _shares(games, procs),
+            seconds, on_start=reading, on_stop=reading, seed=seed, think_ms=think_ms)
+        stored = await asyncio.to_thread(_stored_moves, cluster.db_url)
+    (node0, redis0, pg0), (node1, redis1, pg1) = readings
+    node_cpu, redis_cpu = node1 - node0, redis1 - redis0
+    pg_cpu = sum(cpu - pg0.get(pid, 0.0) for pid, cpu in pg1.items())
+    moves = sum(len(part["acked"]) for part in parts)
+    acked = {(g, ply) for part in parts for g, ply in part["acked"]}
+    latencies = sorted(ms for part in parts for ms in part["latencies_ms"])
+    codes: dict[str, int] = {}
+    for part in parts:
+        for code, n in part["error_codes"].items():
+            codes[code] = codes.get(code, 0) + n
+    elapsed = max(part["elapsed_s"] for part in parts)
+
+    def per_move(cpu: float) -> float:
+        return round(cpu / moves * 1e6, 1) if moves else 0.0
+
+    return {
+        "nodes": nodes, "elapsed_s": round(elapsed, 2),
+        "games": sum(part["games"] for part in parts), "moves": moves,
+        "moves_per_s": round(moves / elapsed, 1),
+        "errors": sum(part["errors"] for part in parts), "error_codes": codes,
+        "p50_ms": round(_percentile(latencies, 50), 2),
+        "p99_ms": round(_percentile(latencies, 99), 2),
+        "acknowledged": len(acked), "stored": len(stored), "lost": len(acked - stored),
+        "cluster_cpu_s": round(node_cpu + redis_cpu + pg_cpu, 2),
+        "cluster_cpu_us_per_move": per_move(node_cpu + redis_cpu + pg_cpu),
+        "nodes_cpu_us_per_move": per_move(node_cpu),
+        "redis_cpu_us_per_move": per_move(redis_cpu),
+        "postgres_cpu_us_per_move": per_move(pg_cpu),
+        "private_redis": cluster.private_redis,
+        "loadgen_cpu_s": round(sum(part["cpu_s"] for part in parts), 2),
+    }
+
+
 def _breakdown(stages: Path, moves: int) -> dict[str, float]:
     """Server CPU microseconds per move, by stage (see server/stages.py)."""
     timed = json.loads(stages.read_text())
@@ -678,12 +739,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rated", action="store_true",
                         help="rated games between registered players (default: casual games "
                              "between guests)")
+    parser.add_argument("--nodes", type=int, default=0,
+                        help="instead: a cluster of this many nodes on PostgreSQL and Redis "
+                             "(players on nodes at random), then the one-process server with "
+                             "the same load: cluster_cpu_us_per_move (nodes, Redis, PostgreSQL "
+                             "backends) and single_cpu_us_per_move; no echo ceiling")
+    parser.add_argument("--db", default=DEFAULT_DB,
+                        help="with --nodes: the PostgreSQL server (a schema of the run's own "
+                             "is made and dropped; default: %(default)s)")
+    parser.add_argument("--cluster", default=None, metavar="REDIS_URL",
+                        help="with --nodes: the Redis to use; default: a private redis-server "
+                             "on a free port (so that its CPU is the run's alone)")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     opts = parser.parse_args(args)
     raise_fd_limit()  # the server and load generators inherit it
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as tmp:
         workdir = Path(tmp)
-        if opts.idle:
+        if opts.nodes:
+            result = asyncio.run(run_cluster_games_bench(
+                opts.nodes, opts.games, opts.seconds, opts.seed, opts.procs, opts.think_ms,
+                workdir, opts.db, opts.cluster))
+            single = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
+                                     opts.think_ms, opts.loop, workdir)
+            result.update(
+                single_moves_per_s=round(single["moves"] / single["elapsed_s"], 1),
+                single_p50_ms=round(single["p50_ms"], 2),
+                single_p99_ms=round(single["p99_ms"], 2),
+                single_errors=single["errors"], single_lost=single["lost"],
+                single_cpu_us_per_move=single["server_cpu_us_per_move"],
+                cluster_over_single=round(result["cluster_cpu_us_per_move"]
+                                          / single["server_cpu_us_per_move"], 2)
+                if single["server_cpu_us_per_move"] else 0.0,
+                think_ms=opts.think_ms, loadgen_procs=opts.procs)
+        elif opts.idle:
             result = run_idle_bench(opts.idle, opts.procs, opts.loop, workdir)
         else:
             # The echo runs half before and half after the games, so that a machine whose

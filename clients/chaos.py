@@ -41,6 +41,7 @@ import protocol as p
 
 from .connection import Connection, Disconnected, ServerError
 from .localserver import LocalServer
+from .privatecluster import DEFAULT_DB, PrivateCluster
 
 GAMES: list[tuple[str, dict[str, Any]]] = [
     ("hadron", {"size": 5}),
@@ -57,14 +58,16 @@ class Ledger:
     """What the server acknowledged to this client: (game_id, ply) -> move text."""
 
     acked: dict[tuple[str, int], str] = field(default_factory=dict)
+    times: dict[tuple[str, int], float] = field(default_factory=dict)  # when acknowledged
 
 
 class ChaosPlayer:
     """A client that plays one game to its end through any number of server crashes."""
 
-    def __init__(self, url: str, token: str, name: str, ledger: Ledger, rng: random.Random,
-                 think_s: float) -> None:
-        self.url = url
+    def __init__(self, url: str | list[str], token: str, name: str, ledger: Ledger,
+                 rng: random.Random, think_s: float) -> None:
+        self.urls = [url] if isinstance(url, str) else url  # a cluster's: tried in turn
+        self.url = self.urls[0]
         self.token = token
         self.name = name
         self.ledger = ledger
@@ -80,6 +83,7 @@ class ChaosPlayer:
             try:
                 conn = await Connection.open(self.url, client="tessera-chaos", open_timeout=5)
             except NETWORK_ERRORS:
+                self._next_node()
                 await asyncio.sleep(0.2)
                 continue
             try:
@@ -87,9 +91,14 @@ class ChaosPlayer:
                 await self._session(conn)
             except NETWORK_ERRORS:
                 self.reconnects += 1
+                self._next_node()
                 await asyncio.sleep(0.1)
             finally:
                 await conn.close()
+
+    def _next_node(self) -> None:
+        """A cluster's next node (a load balancer would pick a live one)."""
+        self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
 
     async def _session(self, conn: Connection) -> None:
         """Resume the game from scratch (seq 0), then play until it ends or we drop."""
@@ -115,10 +124,16 @@ class ChaosPlayer:
                 except ServerError as exc:
                     if exc.code in (p.ErrorCode.STALE_PLY, p.ErrorCode.GAME_OVER):
                         return  # our view is behind: resync from a fresh resume
+                    if exc.code == p.ErrorCode.INTERNAL_ERROR:  # not stored (a failover)
+                        await asyncio.sleep(0.1)
+                        return
                     raise
                 assert isinstance(ack, p.MoveAck)
                 self.ledger.acked[self.game_id, ack.ply] = move
+                self.ledger.times[self.game_id, ack.ply] = time.monotonic()
             event = await conn.next_event(timeout=30)
+            if isinstance(event, p.GameState) and event.game.game_id == self.game_id:
+                return  # unasked: a cluster node took the game over; resync
             seq = getattr(event, "seq", None)
             if getattr(event, "game_id", None) != self.game_id or seq is None:
                 continue
@@ -224,15 +239,112 @@ async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: 
             "reconnects": sum(pl.reconnects for pl, _ in players)}
 
 
-def check(db_path: Path, db_url: str, ledger: Ledger) -> dict[str, Any]:
-    """Compare the ledger with the database and re-play every stored game."""
+async def _start_games_across(urls: list[str], n: int
+                              ) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
+    """``_start_games`` on a cluster: game i's players on nodes i and i + 1 (the second
+    accepts, so its node owns the game and the first plays it from another node)."""
+    out = []
+    for i in range(n):
+        url_a, url_b = urls[i % len(urls)], urls[(i + 1) % len(urls)]
+        a, b = await _guest(url_a), await _guest(url_b)
+        game, options = GAMES[i % len(GAMES)]
+        async with await Connection.open(url_a) as ca, await Connection.open(url_b) as cb:
+            await ca.call(p.AuthToken, token=a[1])
+            await cb.call(p.AuthToken, token=b[1])
+            created = await ca.call(p.Challenge, to=b[0], game=game, options=options,
+                                    clock=p.Unlimited(), color=i % 2)
+            assert isinstance(created, p.ChallengeCreated)
+            await cb.call(p.AcceptChallenge, challenge_id=created.challenge_id)
+            started = await ca.wait_for(p.GameStarted)
+        out.append((started.game_id, a, b))
+    return out
+
+
+async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think_s: float,
+                            workdir: Path, db_url: str, redis_url: str | None, lease_ms: int
+                            ) -> dict[str, Any]:
+    """``run_chaos`` on a cluster of ``nodes``: a random node is SIGKILLed M times (and
+    started again after a moment); ``failover_*``: from a kill until each game the dead
+    node owned accepted a move again."""
+    rng = random.Random(seed)
+    ledger = Ledger()
+    done_kills = 0
+    failovers: list[float] = []
+    async with PrivateCluster(workdir, nodes, db_url=db_url, redis_url=redis_url,
+                              lease_ms=lease_ms) as cluster:
+        for node in cluster.nodes:
+            await asyncio.to_thread(node.start)
+        urls = cluster.urls
+        created = await _start_games_across(urls, games)
+        players = []
+        for index, (game_id, a, b) in enumerate(created):
+            for offset, (name, token) in enumerate((a, b)):
+                turn = (index + offset) % nodes  # each player starts on their own node
+                player = ChaosPlayer(urls[turn:] + urls[:turn], token, name, ledger,
+                                     random.Random(rng.random()), think_s)
+                players.append((player, game_id))
+        tasks = [asyncio.create_task(pl.play(gid)) for pl, gid in players]
+        interrupted: set[str] = set()
+        orphaned: list[tuple[float, str]] = []  # (kill time, a game the dead node owned)
+        try:
+            while done_kills < kills and not all(t.done() for t in tasks):
+                target = len(ledger.acked) + rng.randint(1, games)
+                while len(ledger.acked) < target and not all(t.done() for t in tasks):
+                    await asyncio.sleep(0.005)
+                await asyncio.sleep(rng.random() * 0.02)
+                if all(t.done() for t in tasks):
+                    break
+                live = sorted({gid for (_, gid), t in zip(players, tasks, strict=True)
+                               if not t.done()})
+                victim = rng.randrange(nodes)
+                owners = await cluster.lease_owners(live)
+                killed_at = time.monotonic()
+                cluster.nodes[victim].kill()
+                orphaned += [(killed_at, g) for g, owner in owners.items()
+                             if owner == f"n{victim}"]
+                interrupted.update(live)
+                done_kills += 1
+                await asyncio.sleep(rng.random() * 0.5)
+                await asyncio.to_thread(cluster.nodes[victim].start)
+            await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
+        finally:
+            for task in tasks:
+                task.cancel()
+        for killed_at, game_id in orphaned:
+            after = [t for (g, _), t in ledger.times.items() if g == game_id and t > killed_at]
+            if after:
+                failovers.append(min(after) - killed_at)
+        checked = check(None, cluster.db_url, ledger)
+    failovers.sort()
+    return {**checked, "games": games, "kills": done_kills, "nodes": nodes,
+            "interrupted": len(interrupted),
+            "reconnects": sum(pl.reconnects for pl, _ in players),
+            "failovers_measured": len(failovers),
+            "failover_p50_s": round(_quantile(failovers, 0.5), 2),
+            "failover_p99_s": round(_quantile(failovers, 0.99), 2)}
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
+
+
+def check(db_path: Path | None, db_url: str, ledger: Ledger) -> dict[str, Any]:
+    """Compare the ledger with the database and re-play every stored game (``db_path``:
+    the SQLite file to check the integrity of; None on PostgreSQL, whose constraints keep
+    its rows whole: ``integrity`` is then ``ok`` if every stored game's event numbers are
+    in order)."""
     dump = subprocess.run([sys.executable, "-m", "server", "dump", "--all", "--db", db_url],
                           capture_output=True, check=True, text=True)
     stored: dict[tuple[str, int], str] = {}
     duplicated = finished = mismatches = 0
+    seq_order_ok = True
     for line in dump.stdout.splitlines():
         record = json.loads(line)
         plies = [m["ply"] for m in record["moves"]]
+        seqs = [m["seq"] for m in record["moves"] if "seq" in m]
+        seq_order_ok = seq_order_ok and seqs == sorted(set(seqs))
         duplicated += len(plies) - len(set(plies))
         for m in record["moves"]:
             stored[record["game_id"], m["ply"]] = m["move"]
@@ -251,16 +363,22 @@ def check(db_path: Path, db_url: str, ledger: Ledger) -> dict[str, Any]:
         elif state.is_over:
             mismatches += 1
     lost = sum(1 for key, move in ledger.acked.items() if stored.get(key) != move)
-    with sqlite3.connect(db_path) as db:
-        integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
-    # the ratings: recomputed from the stored games by `tessera ratings verify`
-    ratings = subprocess.run([sys.executable, "-m", "server", "ratings", "verify", "--db",
-                              db_url], capture_output=True, text=True)
-    differences = len(ratings.stdout.splitlines()) if ratings.returncode == 1 else 0
-    if ratings.returncode not in (0, 1):
-        differences = -1  # it could not run: a failure too
-        print(ratings.stderr, file=sys.stderr)
+    if db_path is not None:
+        with sqlite3.connect(db_path) as db:
+            integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+    else:
+        integrity = "ok" if seq_order_ok else "event numbers out of order"
+    # the ratings: recomputed from the stored games by `tessera ratings verify` (a cluster's
+    # games are casual: it does not offer rated ones yet)
     rated = sum(1 for line in dump.stdout.splitlines() if json.loads(line).get("rated"))
+    differences = 0
+    if rated:
+        ratings = subprocess.run([sys.executable, "-m", "server", "ratings", "verify", "--db",
+                                  db_url], capture_output=True, text=True)
+        differences = len(ratings.stdout.splitlines()) if ratings.returncode == 1 else 0
+        if ratings.returncode not in (0, 1):
+            differences = -1  # it could not run: a failure too
+            print(ratings.stderr, file=sys.stderr)
     return {"finished": finished, "acknowledged": len(ledger.acked), "lost": lost,
             "duplicated": duplicated, "replay_mismatches": mismatches, "rated": rated,
             "rating_differences": differences, "integrity": integrity}
@@ -282,12 +400,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--think", type=float, default=0.05,
                         help="a bot waits up to this many seconds before each move (raise "
                              "it if the games end before all the kills are made)")
+    parser.add_argument("--nodes", type=int, default=0,
+                        help="run a cluster of this many nodes on PostgreSQL and Redis (each "
+                             "game's players on two different nodes) and kill a random node "
+                             "each time; reports failover_p50_s and failover_p99_s")
+    parser.add_argument("--db", default=DEFAULT_DB,
+                        help="with --nodes: the PostgreSQL server (a schema of the run's own "
+                             "is made and dropped; default: %(default)s)")
+    parser.add_argument("--cluster", default=None, metavar="REDIS_URL",
+                        help="with --nodes: the Redis to use (a cluster name of the run's "
+                             "own, deleted after); default: a private redis-server on a free "
+                             "port if installed, else redis://127.0.0.1:6379/0")
+    parser.add_argument("--lease-ms", type=int, default=3000,
+                        help="with --nodes: the nodes' lease (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     opts = parser.parse_args(argv)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tessera-chaos-") as tmp:
-        result = asyncio.run(run_chaos(opts.games, opts.kills, opts.seed, opts.think,
-                                       Path(tmp)))
+        if opts.nodes:
+            result = asyncio.run(run_cluster_chaos(
+                opts.games, opts.kills, opts.nodes, opts.seed, opts.think, Path(tmp),
+                opts.db, opts.cluster, opts.lease_ms))
+        else:
+            result = asyncio.run(run_chaos(opts.games, opts.kills, opts.seed, opts.think,
+                                           Path(tmp)))
     result["seconds"] = round(time.monotonic() - started, 1)
     ok = (result["kills"] == opts.kills and result["finished"] == result["games"]
           and result["lost"] == 0

@@ -17,19 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import heapq
+import itertools
 import os
 import secrets
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from protocol import ErrorCode, ProtocolError
 
-from .lockout import Lockout
+from .lockout import KnownPairs, Lockout
 from .ratelimit import address_key, per_address
 from .storage import NameTaken, Store, User
 
@@ -53,33 +56,52 @@ class Passwords:
 
     Hashes run on at most one thread per CPU: a burst of logins then queues here instead of
     taking every core (and 64 MiB each) from the rest, and the event loop never waits for
-    one. With ``max_queued``, at most that many hashes run or wait: one more raises
-    :class:`HashQueueFull` at once, with the time the queue needs to drain (from the
-    hashes' measured duration). ``close()`` stops the pool (the server does, on its way out).
+    one. With ``max_queued``, at most that many hashes run or wait, and no more than
+    ``max_wait_s`` of work by the hashes' measured duration (on a loaded machine a hash
+    takes longer, so fewer wait), though always one per thread: one more raises
+    :class:`HashQueueFull` at once, with the time the queue needs to drain. A ``priority``
+    hash (a login from an address the account logged in from before) may go ``reserve``
+    past the bound and goes ahead of the others, so strangers filling the queue neither
+    keep the owner out nor make them wait behind everything queued. ``close()`` stops the
+    pool (the server does, on its way out).
     """
 
-    def __init__(self, threads: int | None = None, max_queued: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, max_queued: int | None = None,
+                 max_wait_s: float = 1.0, reserve: int | None = None) -> None:
         self._hasher = PasswordHasher()  # argon2id with the library's recommended parameters
         self.threads = threads or os.cpu_count() or 1
         if max_queued is not None and max_queued < 1:
             raise ValueError(f"max_queued must be >= 1, not {max_queued}")
         self.max_queued = max_queued
+        self.max_wait_s = max_wait_s
+        self.reserve = self.threads if reserve is None else reserve
         self.queued = 0  # hashes running or waiting
         self.refused = 0  # hashes refused because the queue was full
         self.hash_s = 0.25  # a hash's duration, measured (a moving average)
         self._pool = ThreadPoolExecutor(max_workers=self.threads,
                                         thread_name_prefix="tessera-argon2")
+        # waiting hashes, priority first, then in order; at most ``threads`` in the pool
+        self._waiting: list[tuple[int, int, Callable[[], Any], asyncio.Future[Any]]] = []
+        self._order = itertools.count()
+        self._running = 0
         self._dummy: str | None = None
 
     def retry_after_s(self) -> float:
         """About how long the hashes queued now take to finish."""
         return self.hash_s * max(1, self.queued) / self.threads
 
-    def has_room(self) -> bool:
-        return self.max_queued is None or self.queued < self.max_queued
+    def has_room(self, priority: bool = False) -> bool:
+        if self.max_queued is None:
+            return True
+        extra = self.reserve if priority else 0
+        if self.queued >= self.max_queued + extra:
+            return False
+        waiting_s = (self.queued + 1) * self.hash_s / self.threads
+        return self.queued < self.threads + extra or waiting_s <= self.max_wait_s * (
+            1 + extra / self.threads)
 
-    async def _run(self, work: Callable[[], T]) -> T:
-        if not self.has_room():  # decided now, before anything is awaited: no race
+    async def _run(self, work: Callable[[], T], priority: bool = False) -> T:
+        if not self.has_room(priority):  # decided now, before anything is awaited: no race
             self.refused += 1
             raise HashQueueFull(self.retry_after_s())
         self.queued += 1
@@ -91,15 +113,42 @@ class Passwords:
             finally:
                 self.hash_s += (time.perf_counter() - started - self.hash_s) / 8
 
+        loop = asyncio.get_running_loop()
+        result: asyncio.Future[T] = loop.create_future()
+        heapq.heappush(self._waiting, (0 if priority else 1, next(self._order), timed, result))
+        self._start_next(loop)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, timed)
+            return await result
         finally:
             self.queued -= 1
+
+    def _start_next(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand waiting hashes to the pool while a thread is free, priority first."""
+        while self._running < self.threads and self._waiting:
+            _, _, work, result = heapq.heappop(self._waiting)
+            if result.done():  # its caller went away while it waited
+                continue
+            self._running += 1
+            loop.run_in_executor(self._pool, work).add_done_callback(
+                functools.partial(self._finished, loop, result))
+
+    def _finished(self, loop: asyncio.AbstractEventLoop, result: asyncio.Future[Any],
+                  done: asyncio.Future[Any]) -> None:
+        self._running -= 1
+        if not result.done():
+            if done.cancelled():
+                result.cancel()
+            elif (error := done.exception()) is not None:
+                result.set_exception(error)
+            else:
+                result.set_result(done.result())
+        self._start_next(loop)
 
     async def hash(self, password: str) -> str:
         return await self._run(lambda: self._hasher.hash(password))
 
-    async def verify(self, password_hash: str | None, password: str) -> bool:
+    async def verify(self, password_hash: str | None, password: str, *,
+                     priority: bool = False) -> bool:
         """Whether ``password`` matches; with no hash (no such user, or a bot), a dummy
         hash is checked so that both cases take as long (and queue the same way)."""
 
@@ -114,12 +163,15 @@ class Passwords:
             except (VerificationError, InvalidHashError):
                 return False
 
-        return await self._run(check)
+        return await self._run(check, priority)
 
     def needs_rehash(self, password_hash: str) -> bool:
         return self._hasher.check_needs_rehash(password_hash)
 
     def close(self) -> None:
+        for _, _, _, result in self._waiting:
+            result.cancel()
+        self._waiting.clear()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -146,6 +198,7 @@ class Accounts:
         self.guests = guests
         self.lockout = Lockout(settings.login_lockout_after, settings.login_lockout_base_s,
                                settings.login_lockout_max_s)
+        self.known = KnownPairs()  # pairs that logged in: first in the hash queue's reserve
         self.address_logins = per_address(settings.address_logins_per_minute / 60,
                                           settings.address_login_burst)
         self.address_guests = per_address(settings.address_guests_per_hour / 3600,
@@ -170,6 +223,7 @@ class Accounts:
             user = await self.store.create_user(name, "human", password_hash=password_hash)
         except NameTaken:
             raise ProtocolError(f"the name {name!r} is taken", code=ErrorCode.NAME_TAKEN) from None
+        self.known.add((user.id, address_key(address)))
         return user, await self.new_session(user)
 
     async def login(self, name: str, password: str, address: str = "?") -> tuple[User, str]:
@@ -183,7 +237,8 @@ class Accounts:
             raise _locked_out(wait)
         try:
             ok = await self.passwords.verify(
-                user.password_hash if user is not None else None, password)
+                user.password_hash if user is not None else None, password,
+                priority=key is not None and key in self.known)
         except HashQueueFull as exc:
             raise _rate_limited("the server is busy checking passwords",
                                 exc.retry_after_s) from None
@@ -196,6 +251,7 @@ class Accounts:
                                 code=ErrorCode.INVALID_CREDENTIALS)
         if key is not None:
             self.lockout.succeeded(key)
+            self.known.add(key)
         if self.passwords.needs_rehash(user.password_hash) and self.passwords.has_room():
             with contextlib.suppress(HashQueueFull):  # else it waits for the next login
                 await self.store.set_password_hash(user.id, await self.passwords.hash(password))

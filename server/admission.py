@@ -15,16 +15,18 @@ connection closed by a deadline and one whose peer vanished are all given back.
 Before its HTTP request a connection is only a socket, and a flood of sockets that never
 send anything would hold files until websockets' handshake timeout (10 s): enough of them
 exhaust the files, and then nothing is accepted, ``/healthz`` included. So the connections
-waiting for their request are kept in order (:class:`Handshakes`), at most
-``max_handshakes`` of them (files kept for them too): one more cuts the oldest. A real
-request comes within milliseconds of its connection, so it is rarely the oldest; a flood
-of silent sockets churns through the slots instead of through the files.
+waiting for their request are kept in order (:class:`Handshakes`): beyond
+``max_handshakes`` (files kept for them too) the oldest is cut once it has been silent for a
+second, and whatever its age once the files not held by websockets and the reserve are
+taken. A real request comes within milliseconds of its connection; a flood of silent
+sockets churns through the slots instead of through the files.
 """
 
 from __future__ import annotations
 
 import logging
 import resource
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from http import HTTPStatus
@@ -34,10 +36,12 @@ from websockets.http11 import Response
 
 from . import wsio
 from .config import Settings
+from .ratelimit import address_key
 
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = 10  # what a refused client is told to wait
+MIN_WAIT_S = 1.0  # a connection silent this long is cut first when too many wait
 MIN_TOTAL = 16  # the total cap never falls below this, however low the open-files limit
 
 
@@ -50,31 +54,54 @@ def open_files_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
+def kept_files(settings: Settings, files: int | None) -> tuple[int, int]:
+    """The files kept from websockets: (the reserve, those for connections waiting for
+    their request), ``fd_reserve`` and ``max_handshakes`` but each at most a quarter of a
+    small open-files limit ``files``, so that websockets keep half of it at least."""
+    if files is None:
+        return settings.fd_reserve, settings.max_handshakes
+    return min(settings.fd_reserve, files // 4), min(settings.max_handshakes, files // 4)
+
+
 def total_cap(settings: Settings, files: int | None) -> int:
     """The cap on open websockets: ``max_connections`` when set, and always below the
-    open-files limit ``files`` by ``fd_reserve`` and ``max_handshakes``."""
+    open-files limit ``files`` by the files kept (:func:`kept_files`)."""
     caps = [settings.max_connections] if settings.max_connections is not None else []
     if files is not None:
-        caps.append(max(MIN_TOTAL, files - settings.fd_reserve - settings.max_handshakes))
+        caps.append(max(MIN_TOTAL, files - sum(kept_files(settings, files))))
     return min(caps) if caps else 1 << 30
 
 
 class Handshakes:
-    """Accepted connections that have not sent their HTTP request yet, oldest first; over
-    ``limit`` the oldest is cut (``evicted`` is called for each)."""
+    """Accepted connections that have not sent their HTTP request yet, oldest first.
 
-    __slots__ = ("evicted", "limit", "waiting")
+    Over ``limit`` the oldest is cut once it has waited ``MIN_WAIT_S`` (a real client has
+    sent its request by then; a burst of them, as after a restart, is let through), and
+    regardless of its age once they would take the files the websockets and the reserve
+    need (``room()``: the files left). ``evicted`` is called for each one cut.
+    """
 
-    def __init__(self, limit: int, evicted: Callable[[], None] = lambda: None) -> None:
+    __slots__ = ("evicted", "limit", "room", "waiting")
+
+    def __init__(self, limit: int, room: Callable[[], int] | None = None,
+                 evicted: Callable[[], None] = lambda: None) -> None:
         self.limit = limit
+        self.room = room or (lambda: limit)
         self.evicted = evicted
-        self.waiting: OrderedDict[ServerConnection, None] = OrderedDict()
+        self.waiting: OrderedDict[ServerConnection, float] = OrderedDict()
 
     def accepted(self, connection: ServerConnection) -> None:
-        self.waiting[connection] = None
+        now = time.monotonic()
+        self.waiting[connection] = now
         wsio.on_connection_lost(connection, lambda: self.requested(connection))
+        if len(self.waiting) <= self.limit:
+            return
+        room = self.room()
         while len(self.waiting) > self.limit:
-            oldest, _ = self.waiting.popitem(last=False)
+            oldest, since = next(iter(self.waiting.items()))
+            if len(self.waiting) <= room and now - since < MIN_WAIT_S:
+                return  # young, and files to spare: let the burst be
+            del self.waiting[oldest]
             wsio.abort(oldest)
             self.evicted()
 
@@ -89,7 +116,8 @@ class Handshakes:
 class Admission:
     """Open websockets by address and in all; admits or refuses each upgrade."""
 
-    __slots__ = ("by_address", "handshakes", "per_address", "refused", "total", "total_cap")
+    __slots__ = ("by_address", "fd_reserve", "files", "handshakes", "per_address", "refused",
+                 "total", "total_cap")
 
     def __init__(self, settings: Settings, files: int | None,
                  evicted: Callable[[], None] = lambda: None) -> None:
@@ -98,7 +126,16 @@ class Admission:
         self.by_address: dict[str, int] = {}  # only addresses with a connection open
         self.total = 0
         self.refused = {"address": 0, "total": 0}
-        self.handshakes = Handshakes(settings.max_handshakes, evicted)
+        self.files = files
+        self.fd_reserve, waiting = kept_files(settings, files)
+        self.handshakes = Handshakes(waiting, self.files_left, evicted)
+
+    def files_left(self) -> int:
+        """Files not held by open websockets nor kept in reserve: what connections waiting
+        for their request may take (at least ``max_handshakes``, which the cap keeps)."""
+        if self.files is None:
+            return self.handshakes.limit
+        return max(self.handshakes.limit, self.files - self.fd_reserve - self.total)
 
     def admit(self, connection: ServerConnection) -> Response | None:
         """None (and the connection counted) if it may open; else the refusal to send."""
@@ -128,9 +165,10 @@ class Admission:
 
 
 def peer_address(connection: ServerConnection) -> str:
-    """The peer's IP address (without the port)."""
+    """The peer's address as limits count it (:func:`server.ratelimit.address_key`: an
+    IPv6 address by its /64)."""
     remote = connection.remote_address
-    return str(remote[0]) if remote else "?"
+    return address_key(str(remote[0])) if remote else "?"
 
 
 def _refusal(connection: ServerConnection, status: HTTPStatus, text: str) -> Response:

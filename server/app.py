@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
@@ -45,6 +46,9 @@ from .session import Session
 from .storage import GameRatings, Storage, open_storage, redact_url
 from .tasks import Tasks
 from .wsio import Outbox
+
+if TYPE_CHECKING:
+    from .cluster.node import ClusterNode
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +82,7 @@ class App:
         # an account's budgets over all its connections
         self.account_requests = BucketTable(settings.account_rate, settings.account_burst)
         self.account_chat = BucketTable(settings.chat_rate, settings.chat_burst)
+        self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
 
     async def _start(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
         return await start_between(self.games, offer, members)
@@ -136,8 +141,12 @@ class Running:
 
 
 @asynccontextmanager
-async def running_server(settings: Settings) -> AsyncIterator[Running]:
-    """Open storage (migrating it), restore games, listen; on exit close with 1001."""
+async def running_server(settings: Settings, cluster: ClusterNode | None = None
+                         ) -> AsyncIterator[Running]:
+    """Open storage (migrating it), restore games, listen; on exit close with 1001.
+
+    A cluster node (``cluster``) restores nothing: it takes games over as they need an
+    owner (``server.cluster.node``)."""
     metrics = Metrics()
     async with open_storage(settings.db_url,
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
@@ -147,7 +156,10 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
         accept_log = AcceptFailureLog(settings.accept_error_log_s, metrics.accept_failures.inc)
         accept_log.install(loop)
         try:
-            await app.games.restore()
+            if cluster is None:
+                await app.games.restore()
+            else:
+                cluster.attach(app)
             async with websockets.serve(
                 app.serve_connection, settings.host, settings.port,
                 process_request=app.routes.respond,
@@ -176,6 +188,8 @@ async def running_server(settings: Settings) -> AsyncIterator[Running]:
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:
+                    if cluster is not None:
+                        await cluster.quiesce()
                     app.games.close()
                     ws_server.close()  # closes every connection with 1001 (going away)
                     await ws_server.wait_closed()

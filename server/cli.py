@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--cluster-name", default="default",
                        help="the cluster's name in Redis (default: %(default)s)")
     serve.add_argument("--node-id", help="this node's name in the cluster (default HOST-PID)")
+    serve.add_argument("--lease-ms", type=int, default=5000,
+                       help="how long a node owns its games without confirming it: after a "
+                       "node dies its games are taken over within about this (default: "
+                       "%(default)s)")
     serve.add_argument("--workers", type=int, default=1, help="node processes sharing the port "
                        "(SO_REUSEPORT), supervised (default: 1); above 1 needs --cluster and "
                        "PostgreSQL")
@@ -193,11 +197,13 @@ def _limit_args(serve: argparse.ArgumentParser) -> None:
                           "open-files limit, raised to its hard limit at start, less "
                           "--fd-reserve and --max-handshakes)")
     lim.add_argument("--fd-reserve", type=int, default=d["fd_reserve"].default, metavar="N",
-                     help="files kept free of websockets, for the database, logs, /healthz "
-                          "and /metrics (default: %(default)s)")
+                     help="files kept free of websockets, for the database, logs, /healthz, "
+                          "/metrics and bursts of connections (default: %(default)s; at most "
+                          "a quarter of the open-files limit, as is --max-handshakes)")
     lim.add_argument("--max-handshakes", type=int, default=d["max_handshakes"].default,
-                     metavar="N", help="connections accepted that have not sent their HTTP "
-                     "request yet; one more cuts the oldest (default: %(default)s)")
+                     metavar="N", help="connections waiting for their HTTP request; "
+                     "beyond, the oldest is cut once silent for a second, or at once when "
+                     "the files run short (default: %(default)s)")
     lim.add_argument("--accept-log-interval", type=float, metavar="S",
                      default=d["accept_error_log_s"].default,
                      help="log connections that could not be accepted (out of files) at most "
@@ -325,7 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 runner.run(run_node(settings, cluster_config.ClusterSettings(
                     args.cluster, args.cluster_name, args.node_id or
-                    cluster_config.default_node_id()), args.ready_file))
+                    cluster_config.default_node_id(), lease_ms=args.lease_ms),
+                    args.ready_file))
             else:
                 runner.run(run_server(settings, args.ready_file))
         return 0

@@ -70,10 +70,11 @@ class Settings:
     # open websockets in all; None: the open-files limit less ``fd_reserve``
     max_connections: int | None = None
     # files kept for the database, logs, /healthz, /metrics, and bursts of accepts (asyncio
-    # accepts up to 100 sockets at once; the cut ones are closed a loop turn or two later)
-    fd_reserve: int = 256
-    # connections accepted that have not sent their HTTP request yet; over it, the oldest is
-    # cut (files for them are kept too: the total cap is the limit less both)
+    # accepts up to 100 sockets a loop turn; the cut ones are closed a turn or two later);
+    # this and max_handshakes are each at most a quarter of a small open-files limit
+    fd_reserve: int = 1024
+    # connections waiting for their HTTP request: beyond it the oldest is cut once silent
+    # for a second, or at once when the files run short (files are kept for this many)
     max_handshakes: int = 256
     accept_error_log_s: float = 10.0  # accept failures (out of files) logged this often
     max_open_seeks: int = 5  # per account

@@ -40,6 +40,16 @@ class Seated(Protocol):
     async def joined_game(self, room: GameRoom) -> None: ...
 
 
+class Ownership(Protocol):
+    """A cluster node's say over which games this process may run (None on a lone server,
+    which owns every game): a new game is claimed (its lease) before it is stored, under
+    the epoch returned; a finished one is let go."""
+
+    async def claim_new(self, game_id: str) -> int: ...
+
+    def finished(self, room: GameRoom) -> None: ...
+
+
 class Games:
     """Every game room of this server (see the module docstring)."""
 
@@ -58,6 +68,9 @@ class Games:
         self._live: dict[str, GameRoom] = {}
         self._by_user: dict[int, set[GameRoom]] = {}
         self._done: OrderedDict[str, GameRoom] = OrderedDict()
+        # a cluster node's (server.cluster.node): its rooms publish, its ownership decides
+        self.make_room: Callable[..., GameRoom] = GameRoom
+        self.ownership: Ownership | None = None
 
     # -- finding games ----------------------------------------------------------------------
     def live(self, game_id: str) -> GameRoom | None:
@@ -105,20 +118,23 @@ class Games:
         created = now_ms()
         when = ms_to_datetime(created)
         for attempt in range(ID_ATTEMPTS):
-            item = GameCreated(new_game_id(), game.key, dict(state.options),
+            game_id = new_game_id()
+            epoch = None if self.ownership is None else await self.ownership.claim_new(game_id)
+            item = GameCreated(game_id, game.key, dict(state.options),
                                control.to_wire(), game.rules_version,
                                (players[0].user_id, players[1].user_id), 1, when, when,
-                               rated=rated)
+                               epoch, rated=rated)
             try:  # through the commit queue: with other games' moves, in one transaction
                 await self._writer.submit(item)
                 break
             except Conflict:
                 if attempt == ID_ATTEMPTS - 1:
                     raise  # not a taken random id, then
-        room = self._add(GameRoom(self._context, game_id=item.game_id, state=state,
-                                  control=control, players=players, played=[], seq=1,
-                                  clock=GameClock(control), created_ms=created,
-                                  rated=rated))
+        room = self.make_room(self._context, game_id=item.game_id, state=state,
+                              control=control, players=players, played=[], seq=1,
+                              clock=GameClock(control), created_ms=created, rated=rated)
+        room.epoch = epoch
+        self._add(room)
         for connections in seated:
             for connection in connections:
                 await connection.joined_game(room)
@@ -142,6 +158,26 @@ class Games:
         log.info("restored games in progress", extra={"games": count})
         return count
 
+    async def adopt(self, stored: StoredGame, epoch: int) -> GameRoom:
+        """Run a game in progress taken over (at ``epoch``) from another node of a cluster:
+        its room rebuilt from the stored moves and its clock started, as after a restart."""
+        room = self._room_of(stored, live=True)
+        room.epoch = epoch
+        self._add(room)
+        await room.resume_after_restart(now_ms())
+        return room
+
+    def forget(self, game_id: str) -> GameRoom | None:
+        """Stop running a live game another node owns now (its timer stopped; not kept as
+        finished: requests about it go to its owner)."""
+        room = self._live.pop(game_id, None)
+        if room is None:
+            return None
+        room.close()
+        self._drop_players(room)
+        self._metrics.games.set(len(self._live))
+        return room
+
     def close(self) -> None:
         """Stop every live game's timer (the server is stopping; the games stay stored)."""
         for room in self._live.values():
@@ -161,7 +197,7 @@ class Games:
             remaining.append(left if left is not None else initial)
         players = (Player(info.player_ids[0], info.players[0], info.player_kinds[0]),
                    Player(info.player_ids[1], info.players[1], info.player_kinds[1]))
-        room = GameRoom(
+        room = (self.make_room if live else GameRoom)(
             self._context, game_id=info.id, state=state, control=control, players=players,
             played=played_moves(stored.moves), seq=stored.last_seq,
             clock=GameClock(control, remaining), created_ms=epoch_ms(info.created_at),
@@ -180,14 +216,19 @@ class Games:
 
     def _finished(self, room: GameRoom) -> None:
         self._live.pop(room.game_id, None)
+        self._drop_players(room)
+        self._keep_finished(room)
+        self._metrics.games.set(len(self._live))
+        if self.ownership is not None:
+            self.ownership.finished(room)
+
+    def _drop_players(self, room: GameRoom) -> None:
         for player in room.players:
             games = self._by_user.get(player.user_id)
             if games is not None:
                 games.discard(room)
                 if not games:
                     del self._by_user[player.user_id]
-        self._keep_finished(room)
-        self._metrics.games.set(len(self._live))
 
     def _keep_finished(self, room: GameRoom) -> None:
         self._done[room.game_id] = room

@@ -15,7 +15,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from . import web
+from . import web, wsio
 from .admission import Admission
 from .config import Settings
 from .metrics import Metrics
@@ -32,7 +32,20 @@ class Routes:
         self._admission = admission
 
     def respond(self, connection: ServerConnection, request: Request) -> Response | None:
+        """The response to a plain HTTP request, or None to let the websocket open.
+
+        The connection of a plain response is closed as soon as the response is written.
+        websockets would only half-close it and hold it open for the client to close, up to
+        its handshake timeout (10 s): a flood of refused upgrades, or of /healthz requests,
+        from clients that never close would hold a file each for that long.
+        """
         self._admission.handshakes.requested(connection)
+        response = self._respond(connection, request)
+        if response is not None:
+            wsio.close_after_response(connection)
+        return response
+
+    def _respond(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
             return connection.respond(HTTPStatus.OK, "ok\n")

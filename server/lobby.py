@@ -198,6 +198,7 @@ class Lobby:
         self.rating_period_s = settings.rating_period_s if settings else DEFAULT_PERIOD_S
         # told of a member whose last connection closed (rematch offers lapse, the ladder)
         self.on_left: list[Callable[[int], None]] = []
+        self.announce_presence = True  # False on a cluster node: its lobby feed does
 
     @property
     def max_open_seeks(self) -> int:
@@ -214,7 +215,8 @@ class Lobby:
             if ratings is not None:
                 member.ratings = {pool.pool: pool for pool in ratings}
             self._by_name[name.lower()] = member
-            self._tell_subscribers(PlayerOnline(user=member.wire()))
+            if self.announce_presence:
+                self._tell_subscribers(PlayerOnline(user=member.wire()))
         elif ratings is not None:
             member.ratings = {pool.pool: pool for pool in ratings}
         member.sessions.add(session)
@@ -253,7 +255,8 @@ class Lobby:
             entry = self.challenges.get(challenge_id)
             if entry is not None:
                 self.end_challenge(entry, "cancelled")
-        self._tell_subscribers(PlayerOffline(name=member.name))
+        if self.announce_presence:
+            self._tell_subscribers(PlayerOffline(name=member.name))
         for listener in self.on_left:
             listener(member.user_id)
 

@@ -101,3 +101,29 @@ class Lockout:
 
     def __len__(self) -> int:
         return len(self._pairs)
+
+
+class KnownPairs:
+    """(account, address) pairs that gave the right password lately, the latest last.
+
+    A login from such a pair may use the hash queue's reserve (``accounts.Passwords``), so
+    strangers who fill the queue from other addresses do not keep the owner out. Only the
+    right password adds a pair; at most ``limit`` are kept, the least recent forgotten
+    first (a dict keeps insertion order).
+    """
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self._pairs: dict[Key, None] = {}
+
+    def add(self, key: Key) -> None:
+        self._pairs.pop(key, None)
+        self._pairs[key] = None
+        if len(self._pairs) > self.limit:
+            del self._pairs[next(iter(self._pairs))]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._pairs
+
+    def __len__(self) -> int:
+        return len(self._pairs)

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -57,7 +57,7 @@ from .wire import rating_updates
 
 if TYPE_CHECKING:
     from .metrics import Metrics
-    from .storage import CommitQueue
+    from .storage import Item
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,31 @@ class Listener(Protocol):
     def send_frame(self, frame: bytes) -> None: ...
 
 
+class Watched(Protocol):
+    """What a connection follows a game through: the game's room on the node that owns it,
+    or, on a cluster node that does not, its relay (``server.cluster.remote.RemoteGame``)."""
+
+    game_id: str
+
+    def seat_of(self, user_id: int) -> int | None: ...
+
+    def subscribe(self, listener: Listener) -> None: ...
+
+    def unsubscribe(self, listener: Listener) -> None: ...
+
+    async def player_connected(self, seat: int, listener: Listener, *,
+                               tell_self: bool = True) -> None: ...
+
+    async def player_disconnected(self, seat: int, listener: Listener) -> None: ...
+
+
+class Writer(Protocol):
+    """Where a room stores what happens (the commit queue, or a node's fenced view of it)."""
+
+    def submit(self, item: Item) -> Awaitable[GameRatings | None]:
+        """Store ``item``; for a rated game's end, both rating changes made with it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Player:
     """Who sits in a seat of a game: an account, with the name and kind others see."""
@@ -97,7 +122,7 @@ class Player:
 class RoomContext:
     """What every room of one server shares: where it stores, counts and runs things."""
 
-    writer: CommitQueue
+    writer: Writer
     metrics: Metrics
     grace_ms: int
     event_log_limit: int
@@ -153,11 +178,12 @@ class GameRoom:
         self.first_logged_seq = seq + 1
         self.move_seqs: dict[int, int] = {}
         self._context = context
-        self._writer = context.writer
+        self._writer: Writer = context.writer
         self._metrics = context.metrics
         self._timer: asyncio.TimerHandle | None = None
         self._timer_flag = 0  # the time (ms) the timer was set for
         self.loaded_ms = now_ms()  # nobody is attached to a restored game before this
+        self.epoch: int | None = None  # a cluster node's hold on the game (fencing); None alone
 
     # -- views ------------------------------------------------------------------------------
     @property
@@ -369,7 +395,7 @@ class GameRoom:
         changes: GameRatings | None = None
         if new_state.is_over:
             finish = GameFinished(self.game_id, new_state.winner, "normal", seq + 1,
-                                  ms_to_datetime(now), "over", self._rated_players())
+                                  ms_to_datetime(now), "over", rated=self._rated_players())
             _, changes = await asyncio.gather(self._writer.submit(item),
                                               self._writer.submit(finish))
         else:
@@ -455,7 +481,7 @@ class GameRoom:
         seq = self.seq + 1
         changes = await self._writer.submit(GameFinished(
             self.game_id, winner, reason, seq, ms_to_datetime(now), cast(Any, status.stored),
-            self._rated_players()))
+            rated=self._rated_players()))
         self._ended(winner, reason, status, seq, changes)
 
     def _rated_players(self) -> RatedPlayers | None:

@@ -26,7 +26,7 @@ import protocol as p
 from . import wsio
 from .handlers import HANDLERS
 from .ratelimit import TokenBucket
-from .rooms import GameRoom
+from .rooms import GameRoom, Watched
 from .storage import token_digest
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Session:
         self.member: Member | None = None
         self.token: str | None = None
         self.token_digest: str | None = None  # of the token it logged in with (revocation)
-        self.rooms: dict[str, GameRoom] = {}
+        self.rooms: dict[str, Watched] = {}
         self.bucket = TokenBucket(settings.conn_rate, settings.conn_burst)
         self.out_limit = settings.out_buffer_bytes
         self.closing = False
@@ -229,7 +229,7 @@ class Session:
         assert self.user is not None
         return self.user.id
 
-    def check_can_watch(self, room: GameRoom) -> None:
+    def check_can_watch(self, room: Watched) -> None:
         """``conflict`` if attaching to ``room`` as a spectator would make this connection
         watch more than ``max_watched_per_connection`` games (its own games do not count)."""
         if room.game_id in self.rooms or self._seat_in(room) is not None:
@@ -241,7 +241,7 @@ class Session:
                                   "unwatch one first", code=p.ErrorCode.CONFLICT,
                                   game_id=room.game_id)
 
-    def _seat_in(self, room: GameRoom) -> int | None:
+    def _seat_in(self, room: Watched) -> int | None:
         return room.seat_of(self.user.id) if self.user else None
 
     async def joined_game(self, room: GameRoom) -> None:
@@ -267,8 +267,13 @@ class Session:
         self.rooms.clear()
         self.app.lobby.subscribers.discard(self)
         if self.member is not None:
-            self.app.lobby.leave(self.member, self)
-            self.member = None
+            member, self.member = self.member, None
+            self.app.lobby.leave(member, self)
+            if self.app.cluster is not None and not member.sessions:
+                try:
+                    await self.app.cluster.lobby.left(member)
+                except Exception as exc:  # Redis away: the node's presence goes with it
+                    log.warning("cluster: leaving the lobby: %s", exc)
         for room in rooms:
             seat = room.seat_of(user.id) if user else None
             if seat is not None:

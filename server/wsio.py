@@ -120,3 +120,11 @@ def reporting_connection(accepted: Callable[[ServerConnection], None]
 def abort(ws: Connection) -> None:
     """Drop the connection at once (no close handshake, nothing more sent)."""
     ws.transport.abort()
+
+
+def close_after_response(ws: Connection) -> None:
+    """Close the connection once the HTTP response to its opening request is written
+    (called from ``process_request``, whose response websockets writes before it next
+    yields; ``transport.close`` sends what is buffered first). websockets itself only
+    half-closes after a refusal and waits for the client, up to its handshake timeout."""
+    asyncio.get_running_loop().call_soon(ws.transport.close)

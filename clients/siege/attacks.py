@@ -180,10 +180,11 @@ async def guest_flood(port: int, params: dict[str, Any], tally: Tally, ready: Re
 # -- connections ------------------------------------------------------------------------------
 async def hold_connections(port: int, count: int, sources: Callable[[int], str],
                            tally: Tally, ready: Ready, seconds: float, *,
-                           handshake: bool) -> list[RawSocket]:
+                           handshake: bool, open_all: bool = False) -> list[RawSocket]:
     """Open ``count`` connections (websocket handshakes completed or not) with at most
     CONNECT_CONCURRENCY in flight, hold them until ``seconds`` from the start, and count
-    how each attempt ended."""
+    how each attempt ended. ``open_all``: try every one even if that takes longer, then
+    hold them 5 s more."""
     deadline = time.monotonic() + seconds
     limit = asyncio.Semaphore(CONNECT_CONCURRENCY)
     held: list[RawSocket] = []  # every connection made; the accepted ones are counted below
@@ -192,7 +193,7 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
 
     async def one(i: int) -> None:
         async with limit:
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline and not open_all:
                 return
             try:
                 sock = await RawSocket.connect(port, sources(i))
@@ -226,6 +227,8 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
     tally.extra["opening_s"] = round(time.monotonic() - t0, 2)
     tally.extra["open_at_ready"] = sum(1 for s in accepted if s.ended is None)
     ready()
+    if open_all:
+        deadline = max(deadline, time.monotonic() + 5.0)
     if not handshake:  # a slowloris sends one more header byte now and then
         while time.monotonic() < deadline:
             await asyncio.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
@@ -270,7 +273,8 @@ async def fd_exhaustion(port: int, params: dict[str, Any], tally: Tally, ready: 
     offset = params.get("offset", 0)
     tally.extra["own_open_files_limit"] = own
     held = await hold_connections(port, count, lambda i: spread_address(offset + i // per),
-                                  tally, ready, params["seconds"], handshake=True)
+                                  tally, ready, params["seconds"], handshake=True,
+                                  open_all=True)
     for s in held:
         s.close()
 
@@ -286,9 +290,11 @@ async def slowloris(port: int, params: dict[str, Any], tally: Tally, ready: Read
 
 
 # -- lobby and challenges ---------------------------------------------------------------------
-async def guests(port: int, count: int, tally: Tally, deadline: float) -> list[Connection]:
+async def guests(port: int, count: int, tally: Tally, deadline: float,
+                 then: Callable[[int, Connection], Awaitable[None]] | None = None
+                 ) -> list[Connection]:
     """Up to ``count`` connections logged in as guests, from many addresses, until
-    ``deadline``."""
+    ``deadline``; each one then does ``then`` (its number, its connection)."""
     limit = asyncio.Semaphore(32)
     out: list[Connection] = []
 
@@ -310,6 +316,8 @@ async def guests(port: int, count: int, tally: Tally, deadline: float) -> list[C
                 return
             tally.extra["guests"] = tally.extra.get("guests", 0) + 1
             out.append(conn)
+        if then is not None:
+            await then(i, conn)
 
     await asyncio.gather(*(one(i) for i in range(count)))
     return out
@@ -319,7 +327,6 @@ async def lobby_poison(port: int, params: dict[str, Any], tally: Tally, ready: R
     """Many guests each opening several seeks that nobody can pair with (every one with a
     different clock), then a newcomer asks for the lobby."""
     deadline = time.monotonic() + params["seconds"]
-    conns = await guests(port, params["clients"], tally, deadline)
 
     async def seeks(k: int, conn: Connection) -> None:
         for j in range(params["seeks"]):
@@ -330,7 +337,7 @@ async def lobby_poison(port: int, params: dict[str, Any], tally: Tally, ready: R
                 await call_counted(conn, tally, p.Seek, game="hadron", options={"size": 5},
                                    clock=p.Fischer(base_ms=base_ms, increment_ms=0))
 
-    await asyncio.gather(*(seeks(k, c) for k, c in enumerate(conns)))
+    conns = await guests(port, params["clients"], tally, deadline, then=seeks)
     tally.extra["seeks_open"] = tally.accepted
     ready()
     newcomer = await open_conn(port, spread_address(60_000), Tally())

@@ -306,14 +306,17 @@ async def wait_ready(pr: asyncio.subprocess.Process) -> None:
 
 
 def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Several attacker processes' tallies as one (counts added)."""
+    """Several attacker processes' tallies as one (counts and CPU added, durations the
+    longest)."""
     if len(results) == 1:
         return results[0]
     out: dict[str, Any] = {"processes": len(results)}
     for r in results:
         for k, v in r.items():
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                out[k] = out.get(k, 0) + v
+            if isinstance(v, float) and k != "cpu_s":  # durations: the longest
+                out[k] = max(out.get(k, 0.0), v)
+            elif isinstance(v, int | float) and not isinstance(v, bool):
+                out[k] = round(out.get(k, 0) + v, 2)
             elif isinstance(v, dict) and all(isinstance(x, int) for x in v.values()):
                 acc = out.setdefault(k, {})
                 for kk, vv in v.items():

@@ -185,6 +185,9 @@ class Bus:
         self._reader: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+        # publishes of this event-loop turn, sent together in one pipeline, in order
+        self._outbox: list[tuple[str, bytes, asyncio.Future[int] | None]] = []
+        self._flushing = False
         self.stats = BusStats()
         self.last_error: str | None = None
 
@@ -248,6 +251,47 @@ class Bus:
         self.stats.published += 1
         return int(receivers)
 
+    def publish_soon(self, channel: str, payload: bytes) -> None:
+        """Publish with the other publishes of this event-loop turn, in one pipeline, in
+        the order they were made (requests and replies go the same way); a failure is
+        logged (Redis pub/sub is at most once anyway: receivers detect gaps)."""
+        self._queue(channel, payload, None)
+
+    def _queue(self, channel: str, payload: bytes, done: asyncio.Future[int] | None) -> None:
+        self._outbox.append((channel, payload, done))
+        if not self._flushing:
+            self._flushing = True
+            self._spawn(self._flush())
+
+    async def _publish_batched(self, channel: str, payload: bytes) -> int:
+        """``publish``, sent with the other publishes of this event-loop turn."""
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._queue(channel, payload, done)
+        return await done
+
+    async def _flush(self) -> None:
+        try:
+            while self._outbox:
+                batch, self._outbox = self._outbox, []
+                pipe = self.redis.pipeline(transaction=False)
+                for channel, payload, _ in batch:
+                    pipe.publish(channel, payload)
+                try:
+                    receivers = await pipe.execute()
+                except RedisError as exc:
+                    failure = BusUnavailable(f"cannot publish: {exc}")
+                    log.warning("bus: %d messages not published: %s", len(batch), exc)
+                    for _, _, done in batch:
+                        if done is not None and not done.done():
+                            done.set_exception(failure)
+                    continue
+                self.stats.published += len(batch)
+                for (_, _, done), count in zip(batch, receivers, strict=True):
+                    if done is not None and not done.done():
+                        done.set_result(int(count))
+        finally:
+            self._flushing = False
+
     async def subscribe(self, channel: str, handler: Handler, *, timeout_s: float = 5.0
                         ) -> None:
         """Deliver ``channel``'s messages to ``handler``; returns once Redis confirmed the
@@ -309,7 +353,8 @@ class Bus:
         try:
             async with asyncio.timeout(timeout):
                 envelope = Envelope("q", request_id, self.node_id, op, body)
-                if await self.publish(self.keys.node_channel(node_id), envelope.pack()) == 0:
+                if await self._publish_batched(self.keys.node_channel(node_id),
+                                               envelope.pack()) == 0:
                     raise NodeUnreachable(f"node {node_id!r} is not listening")
                 return await reply
         except TimeoutError:
@@ -356,10 +401,8 @@ class Bus:
                 error = (INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
         self.stats.requests_served += 1
         reply = Envelope("r", request.request_id, self.node_id, body=body, error=error)
-        try:
-            await self.publish(self.keys.node_channel(request.sender), reply.pack())
-        except BusUnavailable as exc:  # the asker times out
-            log.warning("bus: reply to %s lost: %s", request.sender, exc)
+        self.publish_soon(self.keys.node_channel(request.sender), reply.pack())  # lost: the
+        # asker times out
 
     def _spawn(self, coroutine: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coroutine)

@@ -7,10 +7,11 @@ Everything the cluster package raises on purpose derives from one root::
     ├── NodeUnreachable     a request's target node listens on no channel: not delivered
     ├── RequestTimeout      no reply within the timeout: the request may or may not have
     │                       been served (requests must be safe to repeat, as moves are)
-    ├── RemoteError         the node that served a request failed it; carries its code
-    └── StaleEpoch          a fenced write carried an epoch that is no longer the game's:
-                            another node took the game over, nothing was stored (also a
-                            ``StorageError``, so the commit queue reports it per item)
+    └── RemoteError         the node that served a request failed it; carries its code
+
+``StaleEpoch`` (a fenced write carried an epoch that is no longer the game's: another node
+took the game over, nothing was stored) is a ``StorageError``, defined with the commit
+queue that reports it per item (``server.storage.errors``) and named here too.
 
 Redis client errors are chained as ``__cause__``. The lobby stores refuse what a client got
 wrong with ``protocol.ProtocolError`` and its wire code, as ``server/lobby.py`` does.
@@ -18,7 +19,7 @@ wrong with ``protocol.ProtocolError`` and its wire code, as ``server/lobby.py`` 
 
 from __future__ import annotations
 
-from server.storage.errors import StorageError
+from server.storage.errors import StaleEpoch
 
 
 class ClusterError(Exception):
@@ -47,5 +48,7 @@ class RemoteError(ClusterError):
         self.message = message
 
 
-class StaleEpoch(ClusterError, StorageError):
-    """A write made under an epoch the game no longer has: refused by the database."""
+
+
+__all__ = ["BusUnavailable", "ClusterError", "NodeUnreachable", "RemoteError",
+           "RequestTimeout", "StaleEpoch"]

@@ -162,6 +162,12 @@ class Leases:
         self.stats.released += int(bool(deleted))
         return bool(deleted)
 
+    async def break_lease(self, game_id: str, value: str) -> bool:
+        """Delete a lease if it still holds ``value``: one of an earlier incarnation of this
+        node (a process that died and was started again under the same node id), whose
+        games need not wait for its expiry. True if it was deleted."""
+        return bool(await self._release(keys=[self.keys.lease(game_id)], args=[value]))
+
     async def owner_of(self, game_id: str) -> str | None:
         """The lease's current value (``owner_node`` of it is where the game lives)."""
         value = await self.redis.get(self.keys.lease(game_id))

@@ -1,31 +1,819 @@
-"""``tessera serve --cluster URL``: the server, as a node that the cluster knows of.
+"""``tessera serve --cluster URL``: the server as a node of a cluster, and what makes it one.
 
-Today a node is the one-process server (``server.app.running_server``) plus its link to
-Redis (``Bus``) and its entry in the node registry: it beats every ``heartbeat_s`` with
-its address and connections, so ``tessera cluster status`` lists it and the other nodes see
-it die. Games, the lobby and sessions are wired to the cluster's stores in the next step
-(docs/SCALING.md, "Wiring"). A node starts even while Redis is down: the bus reconnects by
-itself and the registry beats once it can.
+A :class:`ClusterNode` owns the node's link to Redis (``Bus``), its ``Leases`` and its
+entry in the ``NodeRegistry``, and is handed to the :class:`~server.app.App` as one
+optional part (``App.cluster``; None on a lone server, which owns every game). It makes
+the games of the process a cluster's (docs/SCALING.md, sections 2 and 9):
+
+- **Ownership.** A game started here is leased first and created at epoch 0; its room
+  (``owned.owned_room_class``) publishes every event on the game's channel and writes
+  fenced. A game is *taken over* (``take_over``: lease, ``Store.take_over_game``, the
+  stored moves replayed, clocks started as after a restart, an unasked ``game_state``
+  published) when a periodic sweep finds it playing with no lease (its owner died or
+  stopped), or on demand when a request finds no owner. A game is *lost* when its lease
+  is (``Leases.on_lost``) or the database refuses a write (``StaleEpoch``): the room stops,
+  and its connections here follow the game from the store and the new owner instead.
+- **Routing.** A request about a game owned elsewhere (move, resign, abort, claim_win,
+  chat; watch and resume) is sent to the owner (``call_owner``: the owner named by the
+  lease; retried while a takeover happens) and its answer given to the client as if
+  served here. The events a request caused come back with its reply, so a player sees
+  ``moved`` before ``move_ack`` as on one server.
+- **Events.** Connections following a game owned elsewhere are fed by a ``RemoteGame``
+  (``remote``), subscribed to the game's channel; a gap is filled from the owner.
+
+The ops a node serves to the others (``Bus.serve``): ``game`` (a player's action),
+``follow`` (watch or resume: the missed events or a snapshot; a player's seat is then
+present), ``seat`` (the first or last connection of a seat on the asking node), ``events``
+(the events after a seq, or a snapshot). A node that does not own the game answers
+``not_owner`` and the asker looks again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
+import dataclasses
+import itertools
 import logging
+import random
 import signal
+import time
+from collections.abc import Coroutine, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
+import msgpack
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from redis.exceptions import RedisError
 
+import protocol as p
+from server import wire
 from server.app import running_server, tune_gc
 from server.config import Settings
+from server.revocation import close_revoked
+from server.rooms import GameRoom, Player
 
-from .bus import Bus
+from .bus import UNKNOWN_OP, Bus
 from .config import ClusterSettings
-from .keys import Keys
+from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
+from .feeds import Revocations
+from .keys import Keys, as_str
+from .leases import Leases, LostReason, owner_node, owner_value
+from .lobby import ClusterLobby
 from .nodes import NodeRegistry
+from .owned import RemoteSeat, owned_room_class
+from .remote import SNAPSHOT, RemoteGame
+
+if TYPE_CHECKING:
+    from server.app import App
+    from server.session import Session
 
 log = logging.getLogger(__name__)
+
+NOT_OWNER = "not_owner"
+RETRY_S = 0.1  # between looks for a game's owner while it is being taken over
+OWNER_HINTS = 50_000  # games whose owner is remembered (then forgotten all at once)
+SWEEP_BATCH = 100  # games taken over per sweep at most (the others wait for the next)
+
+
+class _Local:
+    """``call_owner``'s answer when the game is (now) run by this node."""
+
+
+LOCAL = _Local()
+
+
+RTT_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 5.0)
+
+
+@dataclasses.dataclass(slots=True)
+class NodeStats:
+    forwarded: int = 0  # requests sent to another node's game
+    served: int = 0  # requests served for another node
+    takeovers: int = 0
+    lost: int = 0
+    published: int = 0
+    rtt_s: float = 0.0  # the forwarded requests' round trips, summed
+    rtt_counts: list[int] = dataclasses.field(
+        default_factory=lambda: [0] * (len(RTT_BUCKETS) + 1))
+
+    def observe_rtt(self, seconds: float) -> None:
+        self.rtt_s += seconds
+        self.rtt_counts[bisect.bisect_left(RTT_BUCKETS, seconds)] += 1
+
+
+class NodeMetrics:
+    """A node's part of ``/metrics``, read from its counters when scraped."""
+
+    def __init__(self, node: ClusterNode) -> None:
+        self.node = node
+
+    def describe(self) -> Iterator[Metric]:
+        return self.collect()
+
+    def collect(self) -> Iterator[Metric]:
+        node, stats = self.node, self.node.stats
+        yield GaugeMetricFamily("tessera_cluster_owned_games",
+                                "Live games this node owns (holds the lease of)",
+                                value=len(node.leases.held))
+        yield GaugeMetricFamily("tessera_cluster_followed_games",
+                                "Games owned elsewhere that connections here follow",
+                                value=len(node.remote))
+        for name, text, value in (
+                ("forwarded_requests", "Requests sent to the node owning their game",
+                 stats.forwarded),
+                ("served_requests", "Requests served for other nodes", stats.served),
+                ("takeovers", "Games taken over from another node", stats.takeovers),
+                ("games_lost", "Games lost to another node (lease or epoch)", stats.lost),
+                ("events_published", "Game events published to other nodes",
+                 stats.published),
+                ("bus_gaps", "Reconnections to Redis after which events may have been missed",
+                 node.bus.stats.gaps)):
+            yield CounterMetricFamily(f"tessera_cluster_{name}_total", text, value=value)
+        cumulative = list(itertools.accumulate(stats.rtt_counts))
+        yield HistogramMetricFamily(
+            "tessera_cluster_request_seconds",
+            "Round trip of a request forwarded to another node, through Redis",
+            buckets=[*((str(b), c) for b, c in zip(RTT_BUCKETS, cumulative, strict=False)),
+                     ("+Inf", cumulative[-1])], sum_value=stats.rtt_s)
+
+
+class ClusterNode:
+    """A node's part in the cluster (see the module docstring)."""
+
+    def __init__(self, settings: ClusterSettings, bus: Bus) -> None:
+        self.settings = settings
+        self.bus = bus
+        self.keys = bus.keys
+        self.node_id = settings.node_id
+        self.leases = Leases(bus.redis, self.keys,
+                             owner_value(settings.node_id, settings.incarnation),
+                             ttl_ms=settings.lease_ms, on_lost=self._lease_lost)
+        self.registry: NodeRegistry | None = None
+        self.live_nodes: set[str] = {settings.node_id}
+        self.lobby = ClusterLobby(self)
+        self.revocations = Revocations(bus, self._revoked)
+        self.remote: dict[str, RemoteGame] = {}
+        self.stats = NodeStats()
+        self._app: App | None = None
+        self._subscribing: dict[str, asyncio.Future[None]] = {}
+        self._seats: dict[tuple[str, str, int], RemoteSeat] = {}
+        self._taking: dict[str, asyncio.Task[bool]] = {}
+        self._owners: dict[str, str] = {}  # a game's owner as last found (a hint)
+        self._reclaiming: dict[str, asyncio.Task[None]] = {}
+        # games lost whose connections here do not follow them yet: (room, connections)
+        self._orphans: dict[str, tuple[GameRoom, list[Any]]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def app(self) -> App:
+        assert self._app is not None, "the node is not attached to an app"
+        return self._app
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def attach(self, app: App) -> None:
+        """Make ``app``'s games this node's (before it serves anyone)."""
+        self._app = app
+        app.cluster = self
+        app.games.make_room = owned_room_class(self)
+        app.games.ownership = self
+        for op, handler in (("game", self._serve_game), ("follow", self._serve_follow),
+                            ("seat", self._serve_seat), ("events", self._serve_events),
+                            ("seat_player", self._serve_seat_player),
+                            ("to_user", self.lobby.serve_to_user)):
+            self.bus.serve(op, handler)
+        self.leases.start()
+        self.spawn(self._sweep_forever())
+        app.metrics.registry.register(NodeMetrics(self))
+
+    async def start(self, address: str) -> None:
+        """Join: the registry (heartbeats), the lobby's feed."""
+        self.registry = NodeRegistry(
+            self.bus.redis, self.keys, self.node_id, self.settings.incarnation, address,
+            report=lambda: (self.leases.held, len(self.app.sessions)),
+            on_dead=self._node_dead, interval_s=self.settings.heartbeat_s,
+            dead_after_s=self.settings.dead_after_s)
+        with contextlib.suppress(RedisError):
+            await self.registry.beat()  # listed at once; else from the first beat that can
+        self.registry.start()
+        with contextlib.suppress(RedisError):
+            await self.refresh_nodes()
+        self.spawn(self._watch_nodes())
+        self.spawn(self.sweep())  # an earlier process of this node's games, at once
+        await self.lobby.start()
+        await self.revocations.start()
+
+    def _revoked(self, digests: list[str]) -> None:
+        """Tokens revoked on another node (a logout): their connections here close now
+        (the database poll, ``revocation.enforce_revocations``, stays the safety net)."""
+        close_revoked(self.app.sessions, set(digests))
+
+    async def refresh_nodes(self) -> None:
+        """Look up the nodes alive now (``live_nodes``: whose presence counts)."""
+        assert self.registry is not None
+        alive = {info.node_id for info in await self.registry.nodes() if info.alive}
+        alive.add(self.node_id)
+        for gone in self.live_nodes - alive:
+            self._forget_seats_of(gone)
+        self.live_nodes = alive
+
+    def _forget_seats_of(self, node_id: str) -> None:
+        """A node died: its players' connections are gone from the games owned here."""
+        for key in [key for key in self._seats if key[1] == node_id]:
+            seat = self._seats.pop(key)
+            room = self.app.games.live(seat.game_id)
+            if room is not None:
+                self.spawn(room.player_disconnected(seat.seat, seat))
+
+    async def _watch_nodes(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_s)
+            try:
+                await self.refresh_nodes()
+            except RedisError as exc:
+                log.debug("cluster: nodes not refreshed: %s", exc)
+
+    async def quiesce(self) -> None:
+        """Stop taking games over and publishing (the server is stopping)."""
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def close(self) -> None:
+        """Stop; give every lease up, so that others take the games over at once (call it
+        once the commit queue has written what it held)."""
+        await self.quiesce()
+        if self.registry is not None:
+            await self.registry.close()
+        await self.leases.close(release=True)
+        for remote in self.remote.values():
+            remote.close()
+
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("cluster: a task failed: %r", task.exception())
+
+    # -- ownership (server.games.Ownership, owned.Owner) ----------------------------------
+    async def claim_new(self, game_id: str) -> int:
+        try:
+            if await self.leases.acquire(game_id):
+                return 0
+        except RedisError as exc:
+            raise unavailable(None, exc) from exc
+        raise p.ProtocolError("a new game's id is leased already; try again",
+                              code=p.ErrorCode.INTERNAL_ERROR)
+
+    def finished(self, room: GameRoom) -> None:
+        self._drop_seats(room.game_id)
+        self.spawn(self.leases.release(room.game_id))
+
+    def holds(self, game_id: str) -> bool:
+        return self.leases.holds(game_id)
+
+    def publish(self, game_id: str, seq: int, kind: str, frame: bytes) -> None:
+        """Publish a game's event on its channel, with this event-loop turn's other
+        publishes (a failure is logged: the followers' gap detection fetches what they
+        missed)."""
+        self.stats.published += 1
+        self.bus.publish_soon(self.keys.game_channel(game_id),
+                              msgpack.packb([seq, kind, frame], use_bin_type=True))
+
+    async def confirm(self, game_id: str) -> bool:
+        reclaim = self._reclaiming.get(game_id)
+        if reclaim is not None:
+            await asyncio.shield(reclaim)
+        return self.leases.holds(game_id)
+
+    def _lease_lost(self, game_id: str, reason: LostReason) -> None:
+        if reason == "expired" and self.app.games.live(game_id) is not None:
+            # The key is gone, not taken (Redis restarted and forgot it): take it again.
+            # Safe: had another node taken the game meanwhile, it bumped the epoch, and
+            # the database refuses our writes.
+            task = asyncio.get_running_loop().create_task(self._reclaim(game_id))
+            self._reclaiming[game_id] = task
+            task.add_done_callback(lambda _: self._reclaiming.pop(game_id, None))
+            return
+        self.lost(game_id, f"lease {reason}")
+
+    async def _reclaim(self, game_id: str) -> None:
+        try:
+            again = await self.leases.acquire(game_id)
+        except RedisError:
+            again = False
+        if not again:
+            self.lost(game_id, "lease gone, and taken by another node")
+
+    def lost(self, game_id: str, why: str) -> None:
+        """Stop running a game another node owns now; its connections here follow it
+        from the store and then from the new owner."""
+        room = self.app.games.forget(game_id)
+        if room is None:
+            return
+        room.lost = True  # type: ignore[attr-defined]
+        self.stats.lost += 1
+        log.warning("cluster: lost game %s (%s)", game_id, why,
+                    extra={"game_id": game_id})
+        self._drop_seats(game_id)
+        self.spawn(self.leases.release(game_id))
+        followers = [listener for listener in room.listeners
+                     if not isinstance(listener, RemoteSeat)]
+        if followers:
+            self._orphans[game_id] = (room, followers)
+            self.spawn(self._rehome(game_id))
+
+    async def _rehome(self, game_id: str) -> None:
+        """The connections here of a game lost follow it from the store, then from its
+        new owner (tried again while Redis or PostgreSQL are away; if the game is taken
+        over here meanwhile, they follow its room: ``_take_over``)."""
+        delay = RETRY_S
+        while game_id in self._orphans:
+            try:
+                await self._rehome_once(game_id)
+                return
+            except Exception as exc:
+                log.info("cluster: rehoming the followers of %s: %s", game_id, exc)
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
+
+    async def _rehome_once(self, game_id: str) -> None:
+        remote = await self._remote_game(game_id)
+        try:
+            stored = await self.app.store.get_game(game_id)
+            found = self._orphans.pop(game_id, None)
+            if stored is None or found is None:
+                return
+            room, followers = found
+            snapshot = wire.stored_snapshot(stored)
+            frame = p.encode(p.GameState(game=snapshot))
+            remote.player_ids = (room.players[0].user_id, room.players[1].user_id)
+            for session in followers:
+                rooms = getattr(session, "rooms", None)
+                if rooms is not None and rooms.get(game_id) is room:
+                    rooms[game_id] = remote
+                user = getattr(session, "user", None)
+                seat = room.seat_of(user.id) if user is not None else None
+                session.send_frame(frame)
+                remote.attach(session, snapshot.seq, seat)
+        finally:
+            self._release_hold(remote)
+
+    async def take_over(self, game_id: str) -> bool:
+        """Run the game here if nobody owns it (True if it is run here now)."""
+        task = self._taking.get(game_id)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._take_over(game_id))
+            self._taking[game_id] = task
+            task.add_done_callback(lambda _: self._taking.pop(game_id, None))
+        return await asyncio.shield(task)
+
+    async def _take_over(self, game_id: str) -> bool:
+        games = self.app.games
+        if games.live(game_id) is not None:
+            return True
+        try:
+            if not await self.leases.acquire(game_id):
+                return False
+        except RedisError:
+            return False
+        try:
+            epoch = await self.app.store.take_over_game(game_id)
+            stored = None if epoch is None else await self.app.store.get_game(game_id)
+            if epoch is None or stored is None or stored.info.status != "playing":
+                await self.leases.release(game_id)
+                return False
+            room = await games.adopt(stored, epoch)
+        except Exception:
+            log.exception("cluster: taking over %s failed", game_id)
+            await self.leases.release(game_id)
+            return False
+        self.stats.takeovers += 1
+        log.info("cluster: took over game %s at epoch %d", game_id, epoch,
+                 extra={"game_id": game_id})
+        frame = p.encode(p.GameState(game=room.snapshot()))
+        if games.live(game_id) is room:
+            self.publish(game_id, room.seq, SNAPSHOT, frame)
+        followers: list[tuple[Any, int | None]] = []
+        remote = self.remote.pop(game_id, None)
+        if remote is not None:  # its followers here now follow the room itself
+            await self.bus.unsubscribe(self.keys.game_channel(game_id))
+            remote.close()
+            followers += [(listener, remote.seats.get(listener)) for listener in remote.listeners]
+        orphaned = self._orphans.pop(game_id, None)
+        if orphaned is not None:  # lost here a moment ago, and not yet followed elsewhere
+            old, listeners = orphaned
+            followers += [(listener, old.seat_of(listener.user.id) if getattr(
+                listener, "user", None) is not None else None) for listener in listeners]
+        async with room.lock:
+            for listener, seat in followers:
+                rooms = getattr(listener, "rooms", None)
+                if rooms is not None:
+                    rooms[game_id] = room
+                listener.send_frame(frame)
+                if seat is None:
+                    room.subscribe(listener)
+                else:
+                    await room.player_connected(seat, listener, tell_self=False)
+        return True
+
+    async def _sweep_forever(self) -> None:
+        every = self.settings.lease_ms / 1000 / 3
+        while True:
+            await asyncio.sleep(every * (0.75 + random.random() / 2))
+            try:
+                await self.sweep()
+            except Exception as exc:
+                log.warning("cluster: sweep failed: %s", exc)
+
+    async def sweep(self) -> int:
+        """Take over the games in progress that nobody owns; how many were taken."""
+        games = self.app.games
+        ids = [g for g in await self.app.store.playing_game_ids() if games.live(g) is None]
+        if not ids:
+            return 0
+        values = await self.bus.redis.mget([self.keys.lease(g) for g in ids])
+        free = []
+        for game_id, value in zip(ids, values, strict=True):
+            if value is not None and self._predecessor(as_str(value)):
+                await self.leases.break_lease(game_id, as_str(value))
+                value = None
+            if value is None:
+                free.append(game_id)
+        random.shuffle(free)
+        taken = 0
+        for game_id in free[:SWEEP_BATCH]:
+            taken += await self.take_over(game_id)
+        return taken
+
+    def _node_dead(self, node_id: str) -> None:
+        """A dead node (claimed by this one): its members go offline, its connections in
+        the games owned here are forgotten, and its games are looked for at once."""
+        self.spawn(self.lobby.reap(node_id))
+        self.spawn(self.sweep())
+        self._forget_seats_of(node_id)
+
+    def _drop_seats(self, game_id: str) -> None:
+        for key in [key for key in self._seats if key[0] == game_id]:
+            del self._seats[key]
+
+    # -- asking the owner ------------------------------------------------------------------
+    async def call_owner(self, game_id: str, op: str, body: dict[str, Any], *,
+                         take: bool = True) -> Any:
+        """Ask the owner of a game to serve ``op``: its reply; ``LOCAL`` if this node runs
+        the game (now: nobody owned it, and it was taken over here, unless not ``take``);
+        None if the game is not in progress anywhere (finished or unknown: the store
+        answers), or, not ``take``, has no owner now."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.lease_ms / 1000 + self.settings.request_timeout_s
+        problem: BaseException | None = None
+        while True:
+            if self.app.games.live(game_id) is not None:
+                return LOCAL
+            try:
+                value = self._owners.pop(game_id, None) or await self.leases.owner_of(game_id)
+            except RedisError as exc:  # Redis away a moment (restarted, or this node paused)
+                problem = exc
+            else:
+                if value is not None and self._predecessor(value):
+                    await self.leases.break_lease(game_id, value)
+                    value = None
+                if value is None and not take:
+                    return None
+                if value is None or value == self.leases.owner:
+                    if await self.take_over(game_id):
+                        return LOCAL
+                    if not await self._playing(game_id):
+                        return None
+                else:
+                    try:
+                        reply = await self._ask(owner_node(value), op, body)
+                        if len(self._owners) > OWNER_HINTS:
+                            self._owners.clear()
+                        self._owners[game_id] = value  # asked first next time
+                        return reply
+                    except RemoteError as exc:
+                        if exc.code not in (NOT_OWNER, UNKNOWN_OP):  # (a node starting)
+                            raise client_error(exc, game_id) from None
+                    except (NodeUnreachable, RequestTimeout):
+                        pass
+                    except BusUnavailable as exc:
+                        problem = exc
+            if loop.time() > deadline:
+                if problem is not None:
+                    raise unavailable(game_id, problem)
+                raise p.ProtocolError("the game's node does not answer; try again",
+                                      code=p.ErrorCode.INTERNAL_ERROR, game_id=game_id)
+            await asyncio.sleep(RETRY_S)
+
+    def _predecessor(self, value: str) -> bool:
+        """Whether a lease is held by an earlier process under this node's id (dead: a
+        node id is one process at a time)."""
+        return value != self.leases.owner and owner_node(value) == self.node_id
+
+    async def _ask(self, node: str, op: str, body: dict[str, Any]) -> Any:
+        started = time.perf_counter()
+        self.stats.forwarded += 1
+        reply = await self.bus.request(node, op, body)
+        self.stats.observe_rtt(time.perf_counter() - started)
+        return reply
+
+    async def _playing(self, game_id: str) -> bool:
+        stored = await self.app.store.get_game(game_id)
+        return stored is not None and stored.info.status == "playing"
+
+    async def game_request(self, s: Session, game_id: str, op: str, **fields: Any
+                           ) -> dict[str, Any] | None:
+        """A player's action on a game owned elsewhere: the owner's reply (its ``seq``),
+        the events it caused relayed first; None if the game is to be found here."""
+        user = s.user
+        assert user is not None
+        body = {"g": game_id, "op": op, "u": user.id, "name": user.name, "kind": user.kind,
+                **fields}
+        reply = await self.call_owner(game_id, "game", body)
+        if not isinstance(reply, dict):
+            return None
+        remote = self.remote.get(game_id)
+        events = [(seq, frame) for seq, frame in reply.get("ev", ())]
+        if remote is not None:
+            remote.deliver_all(events, over=reply.get("over", False))
+        return reply
+
+    async def follow(self, s: Session, game_id: str, request_id: int,
+                     since_seq: int | None, *, as_player: bool) -> bool:
+        """Watch or resume a game owned elsewhere, replying to the client; False if the
+        game is to be found here (run here now, or over)."""
+        remote = await self._remote_game(game_id)
+        try:
+            user = s.user
+            body = {"g": game_id, "since": since_seq,
+                    "u": user.id if (user is not None and as_player) else None}
+            reply = await self.call_owner(game_id, "follow", body)
+            if not isinstance(reply, dict):
+                return False
+            remote.player_ids = (reply["pids"][0], reply["pids"][1])
+            seat = remote.seat_of(user.id) if (user is not None and as_player) else None
+            if "snap" in reply:
+                state = p.decode_server(reply["snap"])
+                assert isinstance(state, p.GameState)
+                s.send(p.GameState(id=request_id, game=state.game))
+            else:
+                for frame in reply["frames"]:
+                    s.send_frame(frame)
+                s.send(p.Ok(id=request_id))
+            s.rooms[game_id] = remote
+            remote.attach(s, reply["seq"], seat, told=True)
+            return True
+        finally:
+            self._release_hold(remote)
+
+    async def active_games(self, user_id: int) -> list[str]:
+        """A user's games in progress, wherever they are run."""
+        return await self.app.store.playing_game_ids(user_id)
+
+    # -- remote games (remote.Links) -----------------------------------------------------
+    async def _remote_game(self, game_id: str) -> RemoteGame:
+        """This node's relay of a game owned elsewhere, subscribed; held until
+        ``_release_hold``."""
+        remote = self.remote.get(game_id)
+        if remote is None:
+            remote = self.remote[game_id] = RemoteGame(game_id, self)
+            remote.holds += 1
+            confirmed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._subscribing[game_id] = confirmed
+            try:
+                await self.bus.subscribe(self.keys.game_channel(game_id),
+                                         partial(self._on_game_message, remote))
+                confirmed.set_result(None)
+            except BaseException as exc:
+                confirmed.set_exception(unavailable(game_id, exc))
+                confirmed.exception()  # retrieved: the waiters get their own
+                remote.holds -= 1
+                self.remote.pop(game_id, None)
+                await self.bus.unsubscribe(self.keys.game_channel(game_id))
+                raise unavailable(game_id, exc) from exc
+            finally:
+                self._subscribing.pop(game_id, None)
+            return remote
+        remote.holds += 1
+        waiting = self._subscribing.get(game_id)
+        if waiting is not None:
+            try:
+                await asyncio.shield(waiting)
+            except BaseException:
+                remote.holds -= 1
+                raise
+        return remote
+
+    def _release_hold(self, remote: RemoteGame) -> None:
+        remote.holds -= 1
+        if remote.holds == 0 and not remote.listeners:
+            self.idle(remote)
+
+    def _on_game_message(self, remote: RemoteGame, _channel: str, data: bytes) -> None:
+        seq, kind, frame = msgpack.unpackb(data, raw=False)
+        remote.deliver(seq, kind, frame)
+
+    def game_over(self, remote: RemoteGame) -> None:
+        """A game followed here is over: stop listening (its followers keep the relay as a
+        finished room, as they keep a local one)."""
+        if self.remote.get(remote.game_id) is remote:
+            del self.remote[remote.game_id]
+            self._owners.pop(remote.game_id, None)
+            remote.close()
+            self.spawn(self.bus.unsubscribe(self.keys.game_channel(remote.game_id)))
+
+    def idle(self, remote: RemoteGame) -> None:
+        if remote.holds or remote.listeners or self.remote.get(remote.game_id) is not remote:
+            return
+        del self.remote[remote.game_id]
+        self._owners.pop(remote.game_id, None)
+        remote.close()
+        self.spawn(self.bus.unsubscribe(self.keys.game_channel(remote.game_id)))
+
+    def catch_up(self, remote: RemoteGame) -> None:
+        self.spawn(self._catch_up(remote))
+
+    async def _catch_up(self, remote: RemoteGame) -> None:
+        game_id = remote.game_id
+        since = remote.last or 0
+        try:
+            reply = await self.call_owner(game_id, "events", {"g": game_id, "since": since})
+        except p.ProtocolError as exc:
+            log.warning("cluster: catching up on %s failed: %s", game_id, exc)
+            remote.catch_up_failed()
+            return
+        if isinstance(reply, dict):
+            if "snap" in reply:
+                remote.deliver(reply["seq"], SNAPSHOT, reply["snap"])
+            else:
+                remote.deliver_all(((seq, frame) for seq, frame in reply["ev"]),
+                                   over=reply.get("over", False))
+            return
+        stored = await self.app.store.get_game(game_id)  # over (or run here now)
+        if stored is not None:
+            snapshot = wire.stored_snapshot(stored)
+            remote.deliver(snapshot.seq, SNAPSHOT, p.encode(p.GameState(game=snapshot)))
+
+    def seat_changed(self, remote: RemoteGame, seat: int, present: bool) -> None:
+        self.spawn(self._tell_seat(remote.game_id, seat, present))
+
+    async def _tell_seat(self, game_id: str, seat: int, present: bool) -> None:
+        with contextlib.suppress(p.ProtocolError):
+            await self.call_owner(game_id, "seat", {"g": game_id, "seat": seat,
+                                                    "present": present}, take=False)
+
+    def on_gap(self) -> None:
+        """The bus may have missed messages: every game followed here catches up; and
+        Redis may have restarted empty: this node's members are online again."""
+        for remote in list(self.remote.values()):
+            self.catch_up(remote)
+        if self._app is not None:
+            for member in list(self._app.lobby.members.values()):
+                self.spawn(self.lobby.rejoin(member))
+
+    # -- serving the other nodes -----------------------------------------------------------
+    def _owned(self, game_id: str) -> GameRoom:
+        room = None if self._app is None else self._app.games.live(game_id)
+        if room is None or not self.leases.holds(game_id):
+            raise RemoteError(NOT_OWNER, f"node {self.node_id} does not run {game_id}")
+        self.stats.served += 1
+        return room
+
+    async def _serve_game(self, body: dict[str, Any], _sender: str) -> dict[str, Any]:
+        room = self._owned(body["g"])
+        op, user_id = body["op"], body["u"]
+        before = room.seq
+        seq = None
+        if op == "move":
+            seq = await room.play(user_id, p.Move(id=1, game_id=room.game_id,
+                                                  ply=body["ply"], move=body["move"]))
+        elif op == "resign":
+            await room.resign(user_id)
+        elif op == "abort":
+            await room.abort(user_id)
+        elif op == "claim_win":
+            await room.claim_win(user_id)
+        elif op == "chat":
+            await room.chat(Player(user_id, body["name"], body["kind"]), body["text"])
+        else:
+            raise RemoteError("unknown_op", f"no game op {op!r}")
+        return {"seq": seq, "ev": events_after(room, before), "over": not room.status.live}
+
+    async def _serve_follow(self, body: dict[str, Any], sender: str) -> dict[str, Any]:
+        room = self._owned(body["g"])
+        since = body.get("since")
+        user_id = body.get("u")
+        async with room.lock:
+            frames = room.events_since(since) if since else None
+            seat = room.seat_of(user_id) if user_id is not None else None
+            if seat is not None:
+                await self.seat_present(room, sender, seat)
+                if since:
+                    frames = room.events_since(since)
+            reply: dict[str, Any] = {"seq": room.seq,
+                                     "pids": [player.user_id for player in room.players]}
+            if frames is None:
+                reply["snap"] = p.encode(p.GameState(game=room.snapshot()))
+            else:
+                reply["frames"] = frames
+            return reply
+
+    async def seat_present(self, room: GameRoom, node: str, seat: int) -> None:
+        """A player's connections on ``node`` count as present in a game owned here."""
+        key = (room.game_id, node, seat)
+        remote_seat = self._seats.get(key)
+        if remote_seat is None:
+            remote_seat = self._seats[key] = RemoteSeat(node, room.game_id, seat)
+        if remote_seat not in room.present[seat]:
+            await room.player_connected(seat, remote_seat, tell_self=False)
+
+    async def _serve_seat(self, body: dict[str, Any], sender: str) -> None:
+        room = self._owned(body["g"])
+        seat = body["seat"]
+        if body["present"]:
+            async with room.lock:
+                await self.seat_present(room, sender, seat)
+            return
+        remote_seat = self._seats.pop((room.game_id, sender, seat), None)
+        if remote_seat is not None:
+            await room.player_disconnected(seat, remote_seat)
+
+    async def seat_remote(self, node: str, room: GameRoom, user_id: int, started: bytes,
+                          after: list[bytes]) -> None:
+        """Have ``node`` seat its connections of a player in a game that just started here
+        (they get ``started``, then ``after``)."""
+        body = {"g": room.game_id, "u": user_id,
+                "pids": [player.user_id for player in room.players],
+                "started": started, "after": after}
+        try:
+            await self.bus.request(node, "seat_player", body)
+        except Exception as exc:  # they resume, as after any lost connection
+            log.warning("cluster: seating user %d on %s: %s", user_id, node, exc)
+
+    async def _serve_seat_player(self, body: dict[str, Any], _sender: str) -> None:
+        game_id = body["g"]
+        member = self.app.lobby.members.get(body["u"])
+        if member is None or self.app.games.live(game_id) is not None:
+            return
+        remote = await self._remote_game(game_id)
+        try:
+            remote.player_ids = (body["pids"][0], body["pids"][1])
+            seat = remote.seat_of(body["u"])
+            for session in list(member.sessions):
+                session.send_frame(body["started"])
+                session.rooms[game_id] = remote
+                remote.attach(session, 1, seat, told=True)
+                for frame in body["after"]:
+                    session.send_frame(frame)
+            self.catch_up(remote)  # whatever happened since it started
+        finally:
+            self._release_hold(remote)
+
+    async def _serve_events(self, body: dict[str, Any], _sender: str) -> dict[str, Any]:
+        room = self._owned(body["g"])
+        since = body["since"]
+        if room.events_since(since) is None:
+            return {"seq": room.seq, "snap": p.encode(p.GameState(game=room.snapshot()))}
+        return {"seq": room.seq, "ev": events_after(room, since), "over": not room.status.live}
+
+
+def events_after(room: GameRoom, seq: int) -> list[list[Any]]:
+    """``[seq, frame]`` of the room's kept events after ``seq``."""
+    found: list[list[Any]] = []
+    for event_seq, frame in reversed(room.events):
+        if event_seq <= seq:
+            break
+        found.append([event_seq, frame])
+    found.reverse()
+    return found
+
+
+def client_error(exc: RemoteError, game_id: str) -> p.ProtocolError:
+    """The owner's refusal, as the client would have had it from the owner itself."""
+    try:
+        code = p.ErrorCode(exc.code)
+    except ValueError:
+        code = p.ErrorCode.INTERNAL_ERROR
+    return p.ProtocolError(exc.message, code=code, game_id=game_id)
+
+
+def unavailable(game_id: str | None, exc: BaseException) -> p.ProtocolError:
+    log.warning("cluster: Redis unavailable: %s", exc)
+    return p.ProtocolError("the cluster is unavailable for a moment; try again",
+                           code=p.ErrorCode.INTERNAL_ERROR, game_id=game_id)
 
 
 async def run_node(settings: Settings, cluster: ClusterSettings,
@@ -36,25 +824,28 @@ async def run_node(settings: Settings, cluster: ClusterSettings,
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     keys = Keys(cluster.name)
-    async with running_server(settings) as running, \
-            Bus(cluster.url, keys, cluster.node_id,
-                request_timeout_s=cluster.request_timeout_s) as bus:
-        sessions = running.app.sessions
-        registry = NodeRegistry(
-            bus.redis, keys, cluster.node_id, cluster.incarnation,
-            f"{settings.host}:{running.port}", report=lambda: ((), len(sessions)),
-            interval_s=cluster.heartbeat_s, dead_after_s=cluster.dead_after_s)
-        with contextlib.suppress(RedisError):
-            await registry.beat()  # listed at once; else from the first beat that can
-        registry.start()
-        tune_gc()
-        if ready_file:
-            with open(ready_file, "w") as f:
-                f.write(f"{running.port}\n")
-        print(f"tessera: node {cluster.node_id} of cluster {cluster.name} listening on "
-              f"ws://{settings.host}:{running.port}/ws", flush=True)
+    node: ClusterNode | None = None
+
+    def on_gap() -> None:
+        if node is not None:
+            node.on_gap()
+
+    async with Bus(cluster.url, keys, cluster.node_id, on_gap=on_gap,
+                   request_timeout_s=cluster.request_timeout_s) as bus:
+        node = ClusterNode(cluster, bus)
         try:
-            await stop.wait()
+            async with running_server(settings, cluster=node) as running:
+                await node.start(f"{settings.host}:{running.port}")
+                tune_gc()
+                if ready_file:
+                    with open(ready_file, "w") as f:
+                        f.write(f"{running.port}\n")
+                print(f"tessera: node {cluster.node_id} of cluster {cluster.name} listening "
+                      f"on ws://{settings.host}:{running.port}/ws", flush=True)
+                await stop.wait()
+                log.info("shutting down")
         finally:
-            log.info("shutting down")
-            await registry.close()
+            await node.close()  # after the commit queue wrote what it held
+
+
+__all__ = ["LOCAL", "ClusterNode", "run_node"]

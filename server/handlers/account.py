@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import protocol as p
 
+from ..storage import token_digest
+
 if TYPE_CHECKING:
     from ..session import Session
     from ..storage import User
@@ -49,16 +51,22 @@ async def _authed(s: Session, request_id: int, user: User, token: str) -> p.Serv
     ratings = ([] if user.kind == "guest"
                else (await s.app.store.ratings.of_users([user.id]))[user.id])
     s.login(user, token, ratings)
-    active = s.app.games.active_of(user.id)  # attached by resume, not here
+    if s.app.cluster is not None and s.member is not None and len(s.member.sessions) == 1:
+        await s.app.cluster.lobby.joined(s.member)
+    # attached by resume, not here; a cluster's games may be run by other nodes
+    active = ([room.game_id for room in s.app.games.active_of(user.id)]
+              if s.app.cluster is None else await s.app.cluster.active_games(user.id))
     log.info("authenticated", extra={"peer": s.peer, "user": user.name, "kind": user.kind})
     return p.Authed(id=request_id, user=s.me().wire(),
-                    session_token=token, active_games=tuple(r.game_id for r in active))
+                    session_token=token, active_games=tuple(active))
 
 
 async def on_logout(s: Session, m: p.Logout) -> p.ServerMessage:
     s.token_digest = None  # first: the revocation must not close this connection
     if s.token is not None:
         await s.app.accounts.end_session(s.token)
+        if s.app.cluster is not None:  # the other nodes close its connections at once
+            await s.app.cluster.revocations.announce([token_digest(s.token)])
     await s.detach()
     s.user = s.member = s.token = None
     s.arm_auth_deadline()  # logged out: the connection must log in again, or watch

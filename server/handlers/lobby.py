@@ -1,7 +1,8 @@
 """The lobby: subscribing, seeks (paired automatically or accepted), direct challenges.
 
 Events go before replies: whoever starts a game by a request gets ``game_started`` (and
-``seek_taken`` for a seek of theirs) before the request's reply.
+``seek_taken`` for a seek of theirs) before the request's reply. A cluster node keeps its
+offers in Redis and serves these requests with ``server.cluster.lobby``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 import protocol as p
 
 from ..lobby import Member, Offer
+from ..ratelimit import address_key
 from ..rooms import GameRoom, Player
 
 if TYPE_CHECKING:
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
 
 
 async def on_lobby_subscribe(s: Session, m: p.LobbySubscribe) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.subscribe(s, m)
     lobby = s.app.lobby
     lobby.subscribers.add(s)
     view = lobby.view()  # within the protocol's limits, however full the lobby
@@ -46,14 +50,25 @@ def check_rated(offer: Offer, *members: Member) -> None:
                                   "out rated, or log in", code=p.ErrorCode.FORBIDDEN)
 
 
+def refuse_rated_on_a_cluster(rated: bool | None) -> None:
+    """A cluster's lobby (server.cluster.lobby) does not carry the rated flag yet: a rated
+    offer is refused there rather than played casual (docs/RATINGS.md, "Limits")."""
+    if rated:
+        raise p.ProtocolError("rated games are not offered on a cluster yet: leave out rated",
+                              code=p.ErrorCode.BAD_REQUEST)
+
+
 async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        refuse_rated_on_a_cluster(m.rated)
+        return await s.app.cluster.lobby.seek(s, m)
     if m.rating_min is not None and m.rating_max is not None and m.rating_min > m.rating_max:
         raise p.BadRequest("seek: rating_min is above rating_max", request_id=m.id)
     offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated), m.rating_min,
                   m.rating_max)
     check_rated(offer, s.me())
     check_can_play(s, s.me())
-    seek_id, partner = s.app.lobby.add_seek(s.me(), offer, s.peer,
+    seek_id, partner = s.app.lobby.add_seek(s.me(), offer, address_key(s.peer),
                                             lambda member: can_play(s, member))
     if partner is not None:  # paired at once: game_started, seek_taken, then seek_created
         room = await start_game(s, offer, _shuffled(partner.owner, s.me()))
@@ -63,16 +78,19 @@ async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
 
 
 async def on_cancel_seek(s: Session, m: p.CancelSeek) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.cancel_seek(s, m)
     s.app.lobby.cancel_seek(m.seek_id, s.me())
     return p.Ok(id=m.id)
 
 
 async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.accept_seek(s, m)
     lobby = s.app.lobby
     check_can_play(s, s.me())
-    owner = lobby.seeks[m.seek_id].owner if m.seek_id in lobby.seeks else None
-    if owner is not None:
-        check_can_play(s, owner)
+    if (open_seek := lobby.seeks.get(m.seek_id)) is not None:
+        check_can_play(s, open_seek.owner)  # the seek stays open if its owner cannot play
     entry = lobby.take_seek(m.seek_id, s.me())
     try:  # game_started, seek_taken (to its owner), seek_removed (lobby), then ok
         room = await start_game(s, entry.offer, _shuffled(entry.owner, s.me()))
@@ -83,6 +101,9 @@ async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
 
 
 async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        refuse_rated_on_a_cluster(m.rated)
+        return await s.app.cluster.lobby.challenge(s, m)
     lobby = s.app.lobby
     target = lobby.by_name(m.to)
     if target is None:
@@ -99,6 +120,8 @@ async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
 
 
 async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.accept_challenge(s, m)
     lobby = s.app.lobby
     entry = lobby.pending(m.challenge_id, s.me(), as_target=True)
     check_can_play(s, entry.target)
@@ -119,6 +142,8 @@ async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessa
 
 
 async def on_decline_challenge(s: Session, m: p.DeclineChallenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.decline_challenge(s, m)
     lobby = s.app.lobby
     lobby.end_challenge(lobby.pending(m.challenge_id, s.me(), as_target=True), "declined",
                         m.message)
@@ -126,6 +151,8 @@ async def on_decline_challenge(s: Session, m: p.DeclineChallenge) -> p.ServerMes
 
 
 async def on_cancel_challenge(s: Session, m: p.CancelChallenge) -> p.ServerMessage:
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.cancel_challenge(s, m)
     lobby = s.app.lobby
     lobby.end_challenge(lobby.pending(m.challenge_id, s.me(), as_target=False), "cancelled")
     return p.Ok(id=m.id)

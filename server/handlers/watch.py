@@ -1,4 +1,7 @@
-"""Watching and resuming games: watch, unwatch, resume."""
+"""Watching and resuming games: watch, unwatch, resume.
+
+On a cluster node a game run by another node is followed through this node's relay of it
+(``ClusterNode.follow``), which answers the request itself."""
 
 from __future__ import annotations
 
@@ -10,8 +13,12 @@ if TYPE_CHECKING:
     from ..session import Session
 
 
-async def on_watch(s: Session, m: p.Watch) -> p.ServerMessage:
+async def on_watch(s: Session, m: p.Watch) -> p.ServerMessage | None:
     room = s.app.games.live(m.game_id)
+    if room is None and s.app.cluster is not None and await s.app.cluster.follow(
+            s, m.game_id, m.id, None, as_player=False):
+        return None
+    room = room or s.app.games.live(m.game_id)
     if room is not None:
         async with room.lock:
             s.check_can_watch(room)
@@ -29,8 +36,12 @@ async def on_unwatch(s: Session, m: p.Unwatch) -> p.ServerMessage:
     return p.Ok(id=m.id)
 
 
-async def on_resume(s: Session, m: p.Resume) -> p.ServerMessage:
+async def on_resume(s: Session, m: p.Resume) -> p.ServerMessage | None:
     room = s.app.games.live(m.game_id)
+    if room is None and s.app.cluster is not None and await s.app.cluster.follow(
+            s, m.game_id, m.id, m.since_seq, as_player=True):
+        return None
+    room = room or s.app.games.live(m.game_id)
     if room is None:
         # finished (or unknown): the stored record is the whole truth
         return p.GameState(id=m.id, game=await s.app.history.stored_snapshot(m.game_id))

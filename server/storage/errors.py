@@ -7,6 +7,8 @@ Everything the storage package raises on purpose derives from one root::
     │   ├── NameTaken       create_user: the name (compared case-insensitively) is in use
     │   └── GameNotPlaying  finishing a game that is unknown or already over
     ├── InvalidCursor       list_games: the cursor was not produced by list_games (ValueError)
+    ├── StaleEpoch          a fenced write carried an epoch the game no longer has (another
+    │                       node of a cluster took the game over); nothing was stored
     ├── WriteFailed         the database failed to commit a batch; nothing in it was stored
     └── WriterClosed        submit() after CommitQueue.close()
 
@@ -35,6 +37,11 @@ class GameNotPlaying(Conflict):
 
 class InvalidCursor(StorageError, ValueError):
     """A pagination cursor that list_games did not produce."""
+
+
+class StaleEpoch(StorageError):
+    """A write made under an epoch the game no longer has: refused by the database
+    (``server/storage/fencing.py``)."""
 
 
 class WriteFailed(StorageError):

@@ -6,6 +6,11 @@ its moves (``MovePlayed``), chat (``ChatSent``), event numbers with no row of th
 value that reaches the database is one the schema can take. The end of a rated game
 carries its players (``RatedPlayers``): both rating updates are made and stored in the
 transaction that stores the end (``rating_writes``), so they happen exactly once.
+
+Each item may carry the ``epoch`` its writer holds the game at (a cluster node,
+docs/SCALING.md section 4; a new game is created at epoch 0): the write is then *fenced*
+(``statements.write_fenced_blocking``) and refused with ``StaleEpoch`` if the game was
+taken over meanwhile. A single server leaves it None: unfenced, as always.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ class MovePlayed:
     ms_used: int
     clock_ms: int | None
     played_at: datetime
+    epoch: int | None = None
 
     def __post_init__(self) -> None:
         _check_seat("player", self.player)
@@ -61,6 +67,7 @@ class GameCreated:
     seq: int
     created_at: datetime
     started_at: datetime
+    epoch: int | None = None
     rated: bool = False
 
     def __post_init__(self) -> None:
@@ -81,6 +88,7 @@ class ChatSent:
     user_id: int
     text: str
     sent_at: datetime
+    epoch: int | None = None
 
     def __post_init__(self) -> None:
         _check_at_least("seq", self.seq, 0)
@@ -117,6 +125,7 @@ class GameFinished:
     seq: int
     ended_at: datetime
     status: FinishedStatus = "over"
+    epoch: int | None = None
     rated: RatedPlayers | None = None
 
     def __post_init__(self) -> None:
@@ -141,6 +150,7 @@ class SeqAdvanced:
 
     game_id: str
     seq: int
+    epoch: int | None = None
 
     def __post_init__(self) -> None:
         _check_at_least("seq", self.seq, 1)

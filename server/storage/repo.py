@@ -394,6 +394,17 @@ class Store:
             records = await self._game_records(session, GameRow.id == game_id)
         return records[0] if records else None
 
+    async def playing_game_ids(self, user_id: int | None = None) -> list[str]:
+        """The ids of the games in progress (of one user if given), oldest first: what a
+        cluster node sweeps for games with no owner, and names to a player logging in."""
+        statement = select(GameRow.id).where(GameRow.status == "playing")
+        if user_id is not None:
+            statement = statement.where(or_(GameRow.player0_id == user_id,
+                                            GameRow.player1_id == user_id))
+        async with self.sessions() as session:
+            return list(await session.scalars(
+                statement.order_by(GameRow.created_at, GameRow.id)))
+
     async def load_active_games(self) -> list[StoredGame]:
         """Every game in progress with its moves and chat, oldest game first (for restarts)."""
         async with self._snapshot() as session:

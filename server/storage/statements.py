@@ -26,18 +26,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, cast
 
-from sqlalchemy import Connection, Engine, Table, insert, select, update
+from sqlalchemy import Connection, Engine, Table, case, insert, select, text, update
 from sqlalchemy.exc import DataError, IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .db import DEFAULT_BUSY_TIMEOUT_MS, SqliteSynchronous, make_blocking_engine
-from .errors import GameNotPlaying, StorageError
+from .errors import GameNotPlaying, StaleEpoch, StorageError
 from .items import ChatSent, GameCreated, GameFinished, Item, MovePlayed, SeqAdvanced
 from .models import ChatRow, GameRatingRow, GameRow, MoveRow, RatingRow
 from .rating_writes import StoredRating, rate_finished_game
@@ -83,9 +84,9 @@ def write_batch(conn: Connection, items: Sequence[Item], statements: Statements)
     Raises IntegrityError if any item breaks a constraint: the caller rolls back. New games
     are written first, so a batch may also hold their first events.
     """
-    games = [_game_row(item) for item in items if isinstance(item, GameCreated)]
-    moves = [_move_row(item) for item in items if isinstance(item, MovePlayed)]
-    chat = [_chat_row(item) for item in items if isinstance(item, ChatSent)]
+    games = [game_row(item) for item in items if isinstance(item, GameCreated)]
+    moves = [move_row(item) for item in items if isinstance(item, MovePlayed)]
+    chat = [chat_row(item) for item in items if isinstance(item, ChatSent)]
     for table, rows in ((GAMES, games), (MOVES, moves), (CHAT, chat)):  # games first
         if rows:
             statements.insert(conn, table, rows)
@@ -98,6 +99,205 @@ def write_batch(conn: Connection, items: Sequence[Item], statements: Statements)
                 outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
             elif item.rated is not None and item.status == "over":
                 outcomes[index] = rate_finished_game(conn, item, statements, GAME_RATINGS)
+    return outcomes
+
+
+# -- fenced writes (a cluster node's; docs/SCALING.md section 4) -------------------------------
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """A commit queue item written under the epoch its owner holds the game at."""
+
+    item: Item
+    epoch: int
+
+    def __post_init__(self) -> None:
+        if self.epoch < 0:
+            raise ValueError(f"an epoch is >= 0, not {self.epoch}")
+
+
+async def write_fenced(conn: AsyncConnection, batch: Sequence[Fenced]
+                       ) -> Outcomes:
+    """``write_fenced_blocking`` on an async connection, inside the caller's transaction."""
+    return await conn.run_sync(write_fenced_blocking, batch)
+
+
+def write_fenced_blocking(conn: Connection, batch: Sequence[Fenced]
+                          ) -> Outcomes:
+    """Write a batch inside the caller's transaction; per item, None (stored) or why not.
+
+    New games are inserted first (under their epoch, normally 0), then every other game
+    written to is *fenced*, one statement per game in game id order (two transactions
+    never lock two rows in opposite orders)::
+
+        UPDATE games SET last_seq = max(last_seq, :seq)
+        WHERE id = :id AND epoch = :epoch AND status = 'playing'
+
+    with ``:seq`` the highest event number the batch holds for the game. One row: the
+    writer still owns the game, and the row stays locked until the commit. No row: none of
+    that game's items is written, each gets ``StaleEpoch`` (``GameNotPlaying`` if the game
+    is over or unknown). Then moves and chat are inserted and game ends written (``AND
+    epoch = :epoch``); a seq advance is the fence alone. An UPDATE, not a check: a check
+    does not lock, so under READ COMMITTED a takeover (``Store.take_over_game``) could bump
+    the epoch and load the game while this transaction, having checked the old epoch, is
+    still open; the fence's row lock makes the takeover wait for it (docs/SCALING.md
+    section 4). Raises IntegrityError as the commit
+    queue's ``write_batch`` does (a duplicate ply, an unknown user): the caller rolls back.
+    """
+    created = [entry for entry in batch if isinstance(entry.item, GameCreated)]
+    if created:
+        conn.execute(insert(GAMES), [
+            {**game_row(cast(GameCreated, entry.item)), "epoch": entry.epoch}
+            for entry in created])
+    highest: dict[tuple[str, int], int] = defaultdict(int)
+    for entry in batch:
+        if not isinstance(entry.item, GameCreated):
+            key = (entry.item.game_id, entry.epoch)
+            highest[key] = max(highest[key], entry.item.seq)
+    passed = _fence_all(conn, highest)
+    refused = {key: _why_refused(conn, *key) for key in sorted(highest) if key not in passed}
+    outcomes: Outcomes = [None] * len(batch)
+    moves: list[dict[str, Any]] = []
+    chat: list[dict[str, Any]] = []
+    for index, entry in enumerate(batch):
+        item = entry.item
+        if isinstance(item, GameCreated):
+            continue
+        why = refused.get((item.game_id, entry.epoch))
+        if why is not None:
+            outcomes[index] = why
+        elif isinstance(item, MovePlayed):
+            moves.append(move_row(item))
+        elif isinstance(item, ChatSent):
+            chat.append(chat_row(item))
+    if moves:
+        conn.execute(insert(MOVES), moves)
+    if chat:
+        conn.execute(insert(CHAT), chat)
+    for index, entry in enumerate(batch):
+        item = entry.item
+        if not isinstance(item, GameFinished) or outcomes[index] is not None:
+            continue
+        if not _finish(conn, item, entry.epoch):
+            outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is over")
+        elif item.rated is not None and item.status == "over":  # in the same transaction
+            outcomes[index] = rate_finished_game(conn, item, CoreStatements(), GAME_RATINGS)
+    return outcomes
+
+
+# One statement fences every game of a batch on PostgreSQL; the rows are locked in id order
+# (the ORDER BY of the locking subquery), as the one-by-one statements below lock them.
+_PG_FENCE = text("""
+UPDATE games AS g SET last_seq = GREATEST(g.last_seq, v.seq)
+FROM (SELECT f.id, f.epoch, f.seq FROM unnest(CAST(:ids AS varchar[]), CAST(:epochs AS int[]),
+                                               CAST(:seqs AS int[])) AS f(id, epoch, seq)
+      JOIN games AS l ON l.id = f.id AND l.epoch = f.epoch AND l.status = 'playing'
+      ORDER BY f.id FOR UPDATE OF l) AS v
+WHERE g.id = v.id
+RETURNING g.id, g.epoch
+""")
+
+
+def _fence_all(conn: Connection, highest: dict[tuple[str, int], int]) -> set[tuple[str, int]]:
+    """Fence each (game, epoch) at its highest seq; the ones that passed."""
+    keys = sorted(highest)
+    if conn.dialect.name == "postgresql" and len(keys) > 1:
+        rows = conn.execute(_PG_FENCE, {"ids": [key[0] for key in keys],
+                                        "epochs": [key[1] for key in keys],
+                                        "seqs": [highest[key] for key in keys]}).all()
+        return {(row[0], row[1]) for row in rows}
+    return {key for key in keys if _fence(conn, *key, highest[key])}
+
+
+def _fence(conn: Connection, game_id: str, epoch: int, seq: int) -> bool:
+    """Lock a live game's row if it is at ``epoch``, advancing its last_seq to ``seq``."""
+    return conn.execute(
+        update(GAMES)
+        .where(GAMES.c.id == game_id, GAMES.c.epoch == epoch, GAMES.c.status == "playing")
+        .values(last_seq=case((GAMES.c.last_seq < seq, seq), else_=GAMES.c.last_seq))
+    ).rowcount == 1
+
+
+def _why_refused(conn: Connection, game_id: str, epoch: int) -> StorageError:
+    found = conn.execute(select(GAMES.c.epoch, GAMES.c.status)
+                         .where(GAMES.c.id == game_id)).one_or_none()
+    if found is None or found.status != "playing":
+        return GameNotPlaying(f"game {game_id!r} is unknown or over")
+    return StaleEpoch(f"game {game_id!r} was taken over: epoch {epoch} is stale "
+                      f"(the game is at {found.epoch})")
+
+
+def _finish(conn: Connection, item: GameFinished, epoch: int) -> bool:
+    return conn.execute(
+        update(GAMES)
+        .where(GAMES.c.id == item.game_id, GAMES.c.status == "playing",
+               GAMES.c.epoch == epoch)
+        .values(status=item.status, winner=item.winner, reason=item.reason,
+                last_seq=item.seq, ended_at=item.ended_at)).rowcount == 1
+
+
+_PG_FENCED_MOVES = text("""
+WITH v AS (
+  SELECT * FROM unnest(CAST(:game_ids AS varchar[]), CAST(:epochs AS int[]),
+                       CAST(:plies AS int[]), CAST(:seqs AS int[]), CAST(:moves AS varchar[]),
+                       CAST(:players AS smallint[]), CAST(:ms_used AS bigint[]),
+                       CAST(:clocks AS bigint[]), CAST(:played AS timestamptz[]))
+    AS v(game_id, epoch, ply, seq, move, player, ms_used, clock_ms, played_at)),
+f AS (
+  UPDATE games AS g SET last_seq = GREATEST(g.last_seq, y.seq)
+  FROM (SELECT x.game_id, x.epoch, x.seq
+        FROM (SELECT game_id, epoch, max(seq) AS seq FROM v GROUP BY game_id, epoch) AS x
+        JOIN games AS l ON l.id = x.game_id AND l.epoch = x.epoch AND l.status = 'playing'
+        ORDER BY x.game_id FOR UPDATE OF l) AS y
+  WHERE g.id = y.game_id
+  RETURNING g.id, g.epoch),
+i AS (
+  INSERT INTO moves (game_id, ply, seq, move, player, ms_used, clock_ms, played_at)
+  SELECT v.game_id, v.ply, v.seq, v.move, v.player, v.ms_used, v.clock_ms, v.played_at
+  FROM v JOIN f ON f.id = v.game_id AND f.epoch = v.epoch
+  RETURNING 1)
+SELECT f.id, f.epoch, (SELECT count(*) FROM i) FROM f
+""")
+
+
+def write_fenced_moves(conn: Connection, items: Sequence[Item]) -> Outcomes:
+    """Fenced moves alone, on PostgreSQL: the fence and the INSERT in one statement, which
+    is its own transaction on ``conn`` (autocommit). Raises IntegrityError as
+    ``write_batch`` does (nothing of it was stored)."""
+    moves = cast(Sequence[MovePlayed], items)
+    passed = {(row[0], row[1]) for row in conn.execute(_PG_FENCED_MOVES, {
+        "game_ids": [m.game_id for m in moves], "epochs": [m.epoch for m in moves],
+        "plies": [m.ply for m in moves], "seqs": [m.seq for m in moves],
+        "moves": [m.move for m in moves], "players": [m.player for m in moves],
+        "ms_used": [m.ms_used for m in moves], "clocks": [m.clock_ms for m in moves],
+        "played": [m.played_at for m in moves]})}
+    outcomes: Outcomes = [None] * len(moves)
+    refused: dict[tuple[str, int], StorageError] = {}
+    for index, move in enumerate(moves):
+        key = (move.game_id, cast(int, move.epoch))
+        if key not in passed:
+            if key not in refused:
+                refused[key] = _why_refused(conn, *key)
+            outcomes[index] = refused[key]
+    return outcomes
+
+
+def write_any_batch(conn: Connection, items: Sequence[Item], statements: Statements
+                    ) -> Outcomes:
+    """``write_batch`` for the items without an epoch, ``write_fenced_blocking`` for those
+    with one, in the caller's transaction (a cluster node's items all carry one)."""
+    fenced = [index for index, item in enumerate(items) if item.epoch is not None]
+    if not fenced:
+        return write_batch(conn, items, statements)
+    outcomes: Outcomes = [None] * len(items)
+    done = write_fenced_blocking(conn, [Fenced(items[i], cast(int, items[i].epoch))
+                                        for i in fenced])
+    for index, outcome in zip(fenced, done, strict=True):
+        outcomes[index] = outcome
+    if len(fenced) < len(items):
+        plain = [index for index, item in enumerate(items) if item.epoch is None]
+        for index, outcome in zip(plain, write_batch(conn, [items[i] for i in plain],
+                                                     statements), strict=True):
+            outcomes[index] = outcome
     return outcomes
 
 
@@ -263,15 +463,27 @@ class BatchWriter(Protocol):
 
 
 class CoreWriter:
-    """Core statements on the async engine, one transaction a batch (PostgreSQL)."""
+    """Core statements on the async engine, one transaction a batch (PostgreSQL); items
+    that carry an epoch are fenced (``write_any_batch``).
+
+    On PostgreSQL a batch of fenced moves alone (what a cluster node's queue holds most
+    of the time) is one statement in its own transaction (``write_fenced_moves``): one
+    round trip to the server instead of four (BEGIN, the fence, the INSERT, COMMIT).
+    """
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._statements = CoreStatements()
+        self._postgres = engine.dialect.name == "postgresql"
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     async def write(self, items: list[Item]) -> Outcomes:
+        if self._postgres and all(type(item) is MovePlayed and item.epoch is not None
+                                  for item in items):
+            async with self._autocommit.connect() as conn:
+                return await conn.run_sync(write_fenced_moves, items)
         async with self.engine.begin() as conn:
-            return await conn.run_sync(write_batch, items, self._statements)
+            return await conn.run_sync(write_any_batch, items, self._statements)
 
     def close(self) -> None:
         pass
@@ -333,7 +545,7 @@ def open_batch_writer(
     return SqliteThreadWriter(engine, blocking)
 
 
-def _game_row(item: GameCreated) -> dict[str, Any]:
+def game_row(item: GameCreated) -> dict[str, Any]:
     return {
         "id": item.game_id,
         "game_key": item.game_key,
@@ -350,7 +562,7 @@ def _game_row(item: GameCreated) -> dict[str, Any]:
     }
 
 
-def _move_row(item: MovePlayed) -> dict[str, Any]:
+def move_row(item: MovePlayed) -> dict[str, Any]:
     return {
         "game_id": item.game_id,
         "ply": item.ply,
@@ -363,7 +575,7 @@ def _move_row(item: MovePlayed) -> dict[str, Any]:
     }
 
 
-def _chat_row(item: ChatSent) -> dict[str, Any]:
+def chat_row(item: ChatSent) -> dict[str, Any]:
     return {
         "game_id": item.game_id,
         "seq": item.seq,

@@ -112,9 +112,11 @@ def test_settings(db_url: str, **overrides: Any) -> Settings:
     settings = Settings(host="127.0.0.1", port=0, db_url=db_url, grace_ms=GRACE_MS,
                         ping_interval=None, ping_timeout=None, login_lockout_after=3,
                         login_lockout_base_s=30.0,
-                        # every test connects from 127.0.0.1: the per-address limits are
-                        # off unless a test sets them (tests/server/test_siege_accounts.py)
-                        address_logins_per_minute=0, address_guests_per_hour=0)
+                        # every test connects from 127.0.0.1, on a machine that may be
+                        # busy: the per-address limits and the hash queue's bound are off
+                        # unless a test sets them (tests/server/test_account_limits.py)
+                        address_logins_per_minute=0, address_guests_per_hour=0,
+                        hash_queue=0)
     return replace(settings, **overrides)
 
 

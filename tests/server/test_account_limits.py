@@ -21,6 +21,7 @@ from sqlalchemy import text
 import protocol as p
 from clients.connection import Connection, ServerError
 from server import memory
+from server.accounts import HashQueueFull, Passwords
 from server.guests import sweep_guests
 from server.lockout import LOCKOUT_CEILING_S, Lockout
 from server.ratelimit import BucketTable, address_key
@@ -61,7 +62,7 @@ async def test_a_stranger_cannot_lock_the_owner_out(serve: Serve) -> None:
     stays locked for no longer than that first lock, even sending the right password."""
     base_s = 30.0
     async with serve(login_lockout_after=5, login_lockout_base_s=base_s,
-                     hash_queue=64) as live:
+                     hash_queue=0) as live:  # no bound: all 30 are hashed
         owner = await connect_from(live, "127.0.0.1")
         assert (await outcome(owner, p.Register, username="Owner", password=PASSWORD)
                 )[0] == "authed"
@@ -388,3 +389,77 @@ def test_freed_memory_goes_back_to_the_system() -> None:
     assert memory.give_back()
     assert _rss_mib() < freed - 50, (freed, _rss_mib())
     assert len(survivors) == 1_000
+
+
+async def test_a_known_address_may_use_the_reserve_of_a_full_hash_queue() -> None:
+    """Strangers fill the queue; a login from an (account, address) pair that logged in
+    before still gets a hash, within the reserve; a stranger's is refused at once."""
+    passwords = Passwords(threads=1, max_queued=1, reserve=1)
+    try:
+        stored = await passwords.hash(PASSWORD)
+        running = asyncio.ensure_future(passwords.verify(None, "guess"))
+        await asyncio.sleep(0)  # it has taken its place: the queue is full
+        assert passwords.queued == 1
+        with pytest.raises(HashQueueFull) as full:
+            await passwords.verify(stored, PASSWORD)
+        assert full.value.retry_after_s > 0
+        assert await passwords.verify(stored, PASSWORD, priority=True)
+        assert not await running
+        assert passwords.refused == 1 and passwords.queued == 0
+    finally:
+        passwords.close()
+
+
+async def test_the_owner_from_a_known_address_gets_through_a_login_flood(serve: Serve
+                                                                         ) -> None:
+    """The owner registered from 127.0.0.1; logins for unknown names from 24 addresses
+    fill a queue of 2 again and again meanwhile; the owner's logins from 127.0.0.1 are
+    hashed (within the reserve), not refused."""
+    async with serve(hash_queue=2) as live:
+        home = await connect_from(live, "127.0.0.1")
+        await home.call(p.Register, username="Owner", password=PASSWORD)
+        await home.call(p.Logout)
+        strangers = [await connect_from(live, f"127.0.4.{i}") for i in range(1, 25)]
+        stop = asyncio.Event()
+        got: list[str] = []
+
+        async def flood(i: int, conn: Connection) -> None:
+            while not stop.is_set():
+                got.append((await outcome(conn, p.Login, username=f"nobody{i}",
+                                          password="guess"))[0])
+
+        flooding = [asyncio.ensure_future(flood(i, c)) for i, c in enumerate(strangers)]
+        try:
+            owner = []
+            while len(owner) < 3:
+                if got.count("rate_limited") > len(owner) * 20:  # the queue is full again
+                    owner.append(await outcome(home, p.Login, username="Owner",
+                                               password=PASSWORD))
+                    if owner[-1][0] == "authed":
+                        await home.call(p.Logout)
+                await asyncio.sleep(0.01)
+        finally:
+            stop.set()
+            await asyncio.gather(*flooding)
+        assert owner == [("authed", None)] * 3, owner
+        assert "rate_limited" in got and "invalid_credentials" in got
+
+
+async def test_a_priority_hash_goes_ahead_of_those_waiting() -> None:
+    passwords = Passwords(threads=1)
+    finished: list[str] = []
+    try:
+        stored = await passwords.hash(PASSWORD)
+
+        async def check(label: str, priority: bool = False) -> None:
+            await passwords.verify(stored, PASSWORD, priority=priority)
+            finished.append(label)
+
+        running = asyncio.ensure_future(check("running"))
+        await asyncio.sleep(0)  # in the pool's one thread now
+        waiting = [asyncio.ensure_future(check(f"stranger {i}")) for i in range(3)]
+        owner = asyncio.ensure_future(check("owner", priority=True))
+        await asyncio.gather(running, owner, *waiting)
+        assert finished == ["running", "owner", "stranger 0", "stranger 1", "stranger 2"]
+    finally:
+        passwords.close()

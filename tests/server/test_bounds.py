@@ -86,6 +86,10 @@ async def test_connections_over_the_per_address_cap_get_429(serve: Serve) -> Non
         assert await http_get(live.http_port, "/healthz") == (200, "ok\n")
         _, body = await http_get(live.http_port, "/metrics")
         assert metric(body, 'tessera_connections_refused_total{why="address"}') == 1
+        # another address is not held back by this one's connections
+        other = await websockets.connect(live.url, local_addr=("127.0.0.2", 0))
+        assert other.remote_address is not None
+        await other.close()
         # a connection closed gives its place back (once the server has seen it go)
         await held.pop().close()
         conn = await _connect_when_admitted(live.url)
@@ -196,7 +200,7 @@ async def test_accept_failures_are_logged_once_per_interval_with_a_count(
         pytest.skip("the limit is the process's, whatever the database")
     files = 160
     proc, ready, log = _server(database.url, tmp_path, (files, files),
-                               "--accept-log-interval", "60", "--fd-reserve", "20",
+                               "--accept-log-interval", "60", "--fd-reserve", "0",
                                "--max-handshakes", "1000")  # none cut: the files run out
     sockets: list[socket.socket] = []
     try:
@@ -251,9 +255,9 @@ async def test_silent_sockets_beyond_max_handshakes_cut_the_oldest_and_health_an
     # asyncio accepts up to 100 sockets in one go, and hands them over (where they can be
     # cut) and closes the cut ones a loop turn or two later: the files must hold the
     # server's own, the handshakes and a few such bursts (the reserve is for them)
-    files, handshakes = 600, 10
-    proc, ready, log = _server(database.url, tmp_path, (files, files), "--fd-reserve", "400",
-                               "--max-handshakes", str(handshakes))
+    files, reserve, handshakes = 2000, 500, 10
+    proc, ready, log = _server(database.url, tmp_path, (files, files), "--fd-reserve",
+                               str(reserve), "--max-handshakes", str(handshakes))
     sockets: list[socket.socket] = []
     try:
         port = await _port(proc, ready, log)
@@ -261,7 +265,8 @@ async def test_silent_sockets_beyond_max_handshakes_cut_the_oldest_and_health_an
             sockets.append(socket.create_connection(("127.0.0.1", port)))
         assert await http_get(port, "/healthz") == (200, "ok\n")
         _, body = await http_get(port, "/metrics")
-        assert metric(body, "tessera_handshakes_cut_total") >= files + 40 - handshakes - 2
+        # beyond the files left (less the reserve), cut whatever their age
+        assert metric(body, "tessera_handshakes_cut_total") >= 40 + reserve - 2
         assert metric(body, "tessera_accept_failures_total") == 0
         conn = await Connection.open(f"ws://127.0.0.1:{port}/ws")  # and a real client too
         assert isinstance(await conn.call(p.Ping), p.Pong)
@@ -272,6 +277,29 @@ async def test_silent_sockets_beyond_max_handshakes_cut_the_oldest_and_health_an
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)
     assert "cannot accept" not in log.read_text()
+
+
+async def test_silent_sockets_over_max_handshakes_are_cut_once_a_second_old(
+        serve: Serve) -> None:
+    """With files to spare, a burst over ``max_handshakes`` is let be (clients reconnecting
+    all at once after a restart); the ones still silent a second later are cut, the oldest
+    first, when the next connection comes."""
+    async with serve(max_handshakes=5) as live:
+        handshakes = live.running.app.admission.handshakes
+        sockets = [socket.create_connection(("127.0.0.1", live.http_port)) for _ in range(20)]
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while len(handshakes) < 20:  # all accepted, none cut: young, files to spare
+                assert time.monotonic() < deadline, len(handshakes)
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(1.1)  # now a second old
+            assert await http_get(live.http_port, "/healthz") == (200, "ok\n")
+            assert len(handshakes) <= 5
+            _, body = await http_get(live.http_port, "/metrics")
+            assert metric(body, "tessera_handshakes_cut_total") >= 15
+        finally:
+            for s in sockets:
+                s.close()
 
 
 # -- seeks -----------------------------------------------------------------------------------------
@@ -476,3 +504,31 @@ async def test_games_watched_are_capped_per_connection(serve: Serve) -> None:
             await game.watch(player.conn)
         assert isinstance(await player.call(p.Resume, game_id=games[0].game_id,
                                             since_seq=0), p.GameState)
+
+
+async def test_a_refused_upgrade_does_not_hold_a_file_while_its_client_stays(
+        serve: Serve) -> None:
+    """A client that never closes after its upgrade is refused (503 here), or after
+    /healthz: the server closes the connection once the response is out, instead of holding
+    it (and a file) until websockets' handshake timeout of 10 s."""
+    async with serve(max_connections=1) as live:
+        await live.clients.connect()  # the one websocket allowed
+        tasks = live.running.ws_server.handler_tasks  # one per connection being served
+        writers = []
+        for request in (b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                        b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                        b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                        b"Sec-WebSocket-Version: 13\r\n\r\n"):
+            reader, writer = await asyncio.open_connection("127.0.0.1", live.http_port)
+            writers.append(writer)
+            writer.write(request)  # and never closes its side
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+            assert head.split(b" ")[1] in (b"200", b"503"), head
+        try:
+            deadline = time.monotonic() + 5  # well within the handshake timeout (10 s)
+            while len(tasks) > 1:  # only the websocket's is left
+                assert time.monotonic() < deadline, len(tasks)
+                await asyncio.sleep(0.02)
+        finally:
+            for writer in writers:
+                writer.close()

@@ -17,8 +17,9 @@ and reports, per case: what the requests got, the server's RSS (MiB) before, rig
 the flood and after the sweeps, and the ``users`` rows. "After the sweeps" means: the
 guests are swept by ``python -m server admin sweep-guests --older-than 0`` (the function
 the server runs every ``--guest-sweep-every``; the flood's guests are all disconnected by
-then), and the server's own sweep of idle rate-limit buckets has run (every 60 s; the tool
-waits ``--settle`` seconds for it).
+then), and the server's own sweep of idle rate-limit buckets has run twice (every 60 s,
+followed by handing the free memory back to the system; the tool waits ``--settle``
+seconds, 130 by default, sampling the RSS every 10 s).
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ async def one_guest(url: str, source: str | None, got: Counter[str]) -> None:
         else getattr(reply, "code", type(reply).__name__)] += 1
 
 
-async def flood(url: str, count: int, many: bool, concurrency: int) -> tuple[Counter[str], float]:
+async def flood(url: str, count: int, many: bool, concurrency: int, first: int = 0
+                ) -> tuple[Counter[str], float]:
     got: Counter[str] = Counter()
-    next_index = iter(range(count))
+    next_index = iter(range(first, first + count))
 
     async def worker() -> None:
         for i in next_index:
@@ -83,8 +85,8 @@ def users(db: Path) -> dict[str, int]:
         return dict(conn.execute("SELECT kind, count(*) FROM users GROUP BY kind").fetchall())
 
 
-def run_case(case: str, count: int, concurrency: int, settle: float, workdir: Path
-             ) -> dict[str, Any]:
+def run_case(case: str, count: int, concurrency: int, settle: float, rounds: int,
+             workdir: Path) -> dict[str, Any]:
     db = workdir / f"{case}.db"
     db_url = f"sqlite+aiosqlite:///{db}"
     server: Proc = start(["-m", "server", "serve", "--port", "0", "--db", db_url,
@@ -94,22 +96,31 @@ def run_case(case: str, count: int, concurrency: int, settle: float, workdir: Pa
     try:
         url = f"ws://127.0.0.1:{server.port}/ws"
         time.sleep(1.0)
-        rss_before = server.rss_mb()
-        got, seconds = asyncio.run(flood(url, count, case == "many", concurrency))
-        rss_flood = server.rss_mb()
-        rows_flood = users(db)
-        swept = subprocess.run([sys.executable, "-m", "server", "admin", "sweep-guests",
-                                "--older-than", "0", "--db", db_url],
-                               capture_output=True, text=True, check=True, timeout=600)
-        time.sleep(settle)
-        return {
-            "case": case, "logins": count, "seconds": round(seconds, 1),
-            "per_s": round(count / seconds), "replies": dict(got),
-            "rss_mib": {"before": round(rss_before, 1), "after_flood": round(rss_flood, 1),
-                        "after_sweeps": round(server.rss_mb(), 1)},
-            "users": {"after_flood": rows_flood, "after_sweep": users(db)},
-            "sweep": swept.stdout.strip(),
-        }
+        started = round(server.rss_mb(), 1)
+        done = []
+        for round_ in range(rounds):  # each round from addresses of its own
+            rss_before = server.rss_mb()
+            got, seconds = asyncio.run(flood(url, count, case == "many", concurrency,
+                                             first=round_ * count))
+            rss_flood = server.rss_mb()
+            rows_flood = users(db)
+            swept = subprocess.run([sys.executable, "-m", "server", "admin", "sweep-guests",
+                                    "--older-than", "0", "--db", db_url],
+                                   capture_output=True, text=True, check=True, timeout=600)
+            timeline = []  # RSS every 10 s after the guest sweep: the server's sweeps run
+            for _ in range(int(settle // 10)):
+                time.sleep(10)
+                timeline.append(round(server.rss_mb(), 1))
+            done.append({
+                "logins": count, "seconds": round(seconds, 1),
+                "per_s": round(count / seconds), "replies": dict(got),
+                "rss_mib": {"before": round(rss_before, 1), "after_flood": round(rss_flood, 1),
+                            "after_sweeps": round(server.rss_mb(), 1),
+                            "every_10_s_after_the_guest_sweep": timeline},
+                "users": {"after_flood": rows_flood, "after_sweep": users(db)},
+                "sweep": swept.stdout.strip(),
+            })
+        return {"case": case, "rss_mib_at_start": started, "rounds": done}
     finally:
         server.stop()
 
@@ -121,8 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="source", choices=["many", "one", "both"],
                         default="both", help="addresses: one each, or all from 127.0.0.1")
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--settle", type=float, default=65.0,
-                        help="seconds to wait after the sweep (the idle sweep runs every 60)")
+    parser.add_argument("--settle", type=float, default=130.0,
+                        help="seconds to wait after the guest sweep: the server's sweep of "
+                             "idle buckets runs every 60 s and drops a bucket a minute after "
+                             "its last use, so two of its runs")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="floods one after the other on the same server")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     raise_fd_limit()
@@ -130,13 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="tessera-guest-flood-") as scratch:
         for case in cases:
-            result = run_case(case, args.count, args.concurrency, args.settle, Path(scratch))
+            result = run_case(case, args.count, args.concurrency, args.settle, args.rounds,
+                              Path(scratch))
             results.append(result)
             if not args.json:
-                print(f"{case}: {result['logins']} logins in {result['seconds']} s "
-                      f"({result['per_s']}/s): {result['replies']}; RSS MiB "
-                      f"{result['rss_mib']}; users {result['users']}; {result['sweep']}",
-                      flush=True)
+                for n, one in enumerate(result["rounds"], 1):
+                    print(f"{case} #{n}: {one['logins']} logins in {one['seconds']} s "
+                          f"({one['per_s']}/s): {one['replies']}; RSS MiB {one['rss_mib']}; "
+                          f"users {one['users']}; {one['sweep']}", flush=True)
     if args.json:
         print(json.dumps(results, indent=2))
     return 0

@@ -15,10 +15,13 @@ Tests that restart Redis never touch the shared one: ``private_redis`` starts a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -28,7 +31,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from server.cluster.keys import Keys
+from tests.server.conftest import PG_URL_ENV, _pg_reason_unavailable, _pg_schema
 from tests.server.storage.conftest import db  # noqa: F401  (a fixture, used by name)
+from tests.server.support import ServerProcess
 
 REDIS_URL_ENV = "TESSERA_TEST_REDIS_URL"
 
@@ -152,3 +157,103 @@ async def eventually(check: object, timeout_s: float = 10.0, every_s: float = 0.
         if time.monotonic() > deadline:
             raise AssertionError(f"not true within {timeout_s} s: {check!r}")
         await asyncio.sleep(every_s)
+
+
+# -- clusters of real node processes ---------------------------------------------------------
+class Cluster:
+    """Node processes (``python -m server serve --cluster ...``) of one test's cluster, on a
+    PostgreSQL schema of the test's own; every node is stopped at the end."""
+
+    def __init__(self, db_url: str, redis_url: str, name: str, workdir: Path) -> None:
+        self.db_url = db_url
+        self.redis_url = redis_url
+        self.cluster_name = name
+        self.workdir = workdir
+        self.nodes: dict[str, ServerProcess] = {}
+
+    async def start(self, node_id: str, *extra: str) -> ServerProcess:
+        """Start (or start again) the node ``node_id``."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            directory = self.workdir / node_id
+            directory.mkdir()
+            node = self.nodes[node_id] = ServerProcess(
+                self.db_url, directory, "--cluster", self.redis_url, "--cluster-name",
+                self.cluster_name, "--node-id", node_id, "--grace", "0.4", *extra)
+        await node.start()
+        return node
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {node_id}:\n{node.log()[-3000:]}"
+                         for node_id, node in self.nodes.items())
+
+    def stop_all(self) -> None:
+        for node in self.nodes.values():
+            if node.proc is not None and node.proc.poll() is None:
+                with contextlib.suppress(Exception):
+                    node.proc.send_signal(signal.SIGCONT)
+                    node.stop(signal.SIGKILL, 10)
+
+
+@pytest.fixture
+async def cluster(redis_url: str, keys: Keys, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A cluster of this test's own (nodes started by the test), on the shared Redis and
+    a fresh PostgreSQL schema; skipped with the reason if either is missing."""
+    url = os.environ.get(PG_URL_ENV)
+    if not url:
+        pytest.skip(f"cluster tests skipped: {PG_URL_ENV} is not set")
+    reason = await _pg_reason_unavailable(url)
+    if reason:
+        pytest.skip(reason)
+    async with _pg_schema(url) as role_url:
+        running = Cluster(role_url, redis_url, keys.cluster, tmp_path)
+        try:
+            yield running
+        finally:
+            running.stop_all()
+
+
+class PrivatePostgres:
+    """A PostgreSQL server of one test's own (initdb in a temporary directory, run as the
+    ``postgres`` user), to restart during play; trust authentication on loopback."""
+
+    def __init__(self) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="tessera-pg-"))
+        self.data = self.directory / "data"
+        self.port = free_port()
+        self.url = f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/postgres"
+        shutil.chown(self.directory, "postgres")
+        self._as_postgres("initdb", "-A", "trust", "-U", "postgres", "-D", str(self.data),
+                          "--no-sync")
+
+    def _as_postgres(self, *command: str) -> None:
+        subprocess.run(["runuser", "-u", "postgres", "--", *command], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+
+    def start(self) -> None:
+        self._as_postgres("pg_ctl", "-D", str(self.data), "-w", "-l",
+                          str(self.directory / "log"), "-o",
+                          f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 "
+                          "-c fsync=off", "start")
+
+    def stop(self, mode: str = "immediate") -> None:
+        """``immediate``: like a crash (no checkpoint), then a recovery at the next start."""
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._as_postgres("pg_ctl", "-D", str(self.data), "-w", "-m", mode, "stop")
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@pytest.fixture
+def private_postgres() -> Iterator[PrivatePostgres]:
+    """A PostgreSQL server of this test's own, started (skipped without initdb/runuser)."""
+    if shutil.which("initdb") is None or shutil.which("runuser") is None or os.getuid() != 0:
+        pytest.skip("cannot start a private PostgreSQL (needs initdb, and runuser as root)")
+    server = PrivatePostgres()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()

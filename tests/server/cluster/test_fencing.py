@@ -4,6 +4,7 @@ stale epoch refused by the database itself."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from server.cluster.errors import StaleEpoch
 from server.cluster.fencing import Fenced, write_fenced
 from server.storage import (
     ChatSent,
+    CommitQueue,
     CoreWriter,
     GameCreated,
     GameFinished,
@@ -174,3 +176,52 @@ async def test_a_takeover_waits_for_the_old_owners_open_transaction(db: Database
 def test_an_epoch_is_never_negative() -> None:
     with pytest.raises(ValueError, match="epoch"):
         Fenced(SeqAdvanced("g", 1), -1)
+
+
+async def test_the_commit_queue_fences_the_items_that_carry_an_epoch(db: Database) -> None:
+    """The queue a node writes through: items with an epoch are fenced, in the same batch
+    as unfenced ones (a lone server's), and a stale one fails only its own submitter."""
+    engine, store, players = await setup(db)
+    fenced_id = new_game_id()
+    async with CommitQueue(CoreWriter(engine)) as queue:
+        await queue.submit(GameCreated(fenced_id, "hadron", {"size": 5}, CLOCK, "1", players,
+                                       1, T0, T0, epoch=0))
+        plain_id = await new_game(store, players)
+        await asyncio.gather(queue.submit(replace(move(fenced_id, 0, 2), epoch=0)),
+                             queue.submit(move(plain_id, 0, 2)))
+        assert await store.take_over_game(fenced_id) == 1
+        late = replace(move(fenced_id, 1, 3), epoch=0)
+        outcomes = await asyncio.gather(queue.submit(late), queue.submit(move(plain_id, 1, 3)),
+                                        return_exceptions=True)
+        assert isinstance(outcomes[0], StaleEpoch) and outcomes[1] is None
+        await queue.submit(replace(move(fenced_id, 1, 3, "d4"), epoch=1))
+        await queue.submit(GameFinished(fenced_id, 0, "resign", 4, at(9), epoch=1))
+    stored = await store.get_game(fenced_id)
+    assert stored is not None
+    assert [(m.ply, m.move) for m in stored.moves] == [(0, "c3"), (1, "d4")]
+    assert (stored.info.status, stored.last_seq) == ("over", 4)
+    assert [m.ply for m in (await store.get_game(plain_id)).moves] == [0, 1]  # type: ignore
+
+
+async def test_a_batch_of_fenced_moves_alone_is_fenced_per_game(db: Database) -> None:
+    """Moves alone (PostgreSQL writes them in one statement): a stale game's refused, the
+    others' stored, a duplicate ply refused alone."""
+    engine, store, players = await setup(db)
+    games = [new_game_id() for _ in range(3)]
+    async with CommitQueue(CoreWriter(engine)) as queue:
+        for game_id in games:
+            await queue.submit(GameCreated(game_id, "hadron", {"size": 5}, CLOCK, "1",
+                                           players, 1, T0, T0, epoch=0))
+        assert await store.take_over_game(games[1]) == 1
+        outcomes = await asyncio.gather(
+            *(queue.submit(replace(move(game_id, 0, 2), epoch=0)) for game_id in games),
+            queue.submit(replace(move(games[2], 1, 3), epoch=0)), return_exceptions=True)
+        assert [type(o).__name__ for o in outcomes] == ["NoneType", "StaleEpoch",
+                                                        "NoneType", "NoneType"]
+        again = await asyncio.gather(queue.submit(replace(move(games[0], 0, 2), epoch=0)),
+                                     queue.submit(replace(move(games[0], 1, 3), epoch=0)),
+                                     return_exceptions=True)
+        assert type(again[0]).__name__ == "Conflict" and again[1] is None
+    assert [[m.ply for m in (await store.get_game(g)).moves]  # type: ignore[union-attr]
+            for g in games] == [[0, 1], [], [0, 1]]
+    assert [(await epoch_and_seq(engine, g)) for g in games] == [(0, 3), (1, 1), (0, 3)]

@@ -30,7 +30,7 @@ async def finish(writer: CommitQueue, store: Store, players: tuple[User, User],
     return await writer.submit(GameFinished(
         game_id, winner, "normal" if status == "over" else "abort", 9, at(when),
         status,  # type: ignore[arg-type]
-        RatedPlayers("xodd", ids, DAY_S) if rated else None))
+        rated=RatedPlayers("xodd", ids, DAY_S) if rated else None))
 
 
 async def test_a_rated_game_rates_both_players_once(
@@ -79,9 +79,9 @@ async def test_a_game_already_over_rates_no_one(
         writer: CommitQueue, store: Store, players: tuple[User, User]) -> None:
     game_id = await new_game(store, players)
     rated = RatedPlayers("xodd", (players[0].id, players[1].id), DAY_S)
-    assert await writer.submit(GameFinished(game_id, 0, "normal", 5, at(5), "over", rated))
+    assert await writer.submit(GameFinished(game_id, 0, "normal", 5, at(5), "over", rated=rated))
     try:
-        await writer.submit(GameFinished(game_id, 1, "normal", 6, at(6), "over", rated))
+        await writer.submit(GameFinished(game_id, 1, "normal", 6, at(6), "over", rated=rated))
     except GameNotPlaying:
         pass
     else:

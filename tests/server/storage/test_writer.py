@@ -301,8 +301,8 @@ async def test_sqlite_text_statements_store_what_core_stores(tmp_path: Path) -> 
         GameFinished(ids[1], None, "abort", 401, at(501), "aborted"),  # already over
         GameFinished("cccccccccc", 1, "normal", 5, at(502), "over"),  # no such game
         # rated: the first inserts both rating rows, the second updates them
-        GameFinished(rated_ids[0], 0, "normal", 2, at(600.5), "over", rated),
-        GameFinished(rated_ids[1], None, "normal", 2, at(7000.25), "over", rated),
+        GameFinished(rated_ids[0], 0, "normal", 2, at(600.5), "over", rated=rated),
+        GameFinished(rated_ids[1], None, "normal", 2, at(7000.25), "over", rated=rated),
     ]
     dumps = []
     for core in (True, False):

@@ -96,17 +96,15 @@ def chromium() -> str:
     return path
 
 
-@pytest.fixture(scope="package")
-def web_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
-    workdir = tmp_path_factory.mktemp("web-server")
+def start_web_server(workdir: Path, *args: str) -> WebServer:
+    """``python -m server serve`` on a fresh SQLite file in ``workdir`` (``args`` added)."""
     ready = workdir / "ready"
     log = workdir / "server.log"
     db_url = sqlite_url(workdir / "tessera.db")
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "server", "serve", "--port", "0", "--db", db_url,
-             "--ready-file", str(ready), "--house-bots", "random", "--grace", "2",
-             "--log-level", "warning"],
+             "--ready-file", str(ready), "--log-level", "warning", *args],
             cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while not (ready.exists() and ready.read_text().endswith("\n")):
@@ -114,12 +112,24 @@ def web_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
             proc.kill()
             raise AssertionError(f"the server did not start:\n{log.read_text()}")
         time.sleep(0.05)
-    yield WebServer(int(ready.read_text()), db_url, proc, log)
-    proc.send_signal(signal.SIGTERM)
+    return WebServer(int(ready.read_text()), db_url, proc, log)
+
+
+def stop_web_server(server: WebServer) -> None:
+    server.proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(20)
+        server.proc.wait(20)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        server.proc.kill()
+
+
+@pytest.fixture(scope="package")
+def web_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
+    # every page of every test is a guest from 127.0.0.1: lift the per-address guest limit
+    server = start_web_server(tmp_path_factory.mktemp("web-server"), "--house-bots", "random",
+                              "--grace", "2", "--guests-per-hour", "0")
+    yield server
+    stop_web_server(server)
 
 
 @pytest.fixture(scope="package")

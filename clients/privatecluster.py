@@ -1,0 +1,194 @@
+"""A cluster of Tessera nodes of a tool's own: ``tessera chaos --nodes`` and ``bench --nodes``.
+
+Everything it makes it removes: a PostgreSQL schema and a login role of the same name (the
+role's ``search_path`` is the schema, so the nodes are configured by URL alone), a cluster
+name of its own in Redis (its keys deleted at the end) or a private ``redis-server`` on a
+free port, and N node processes (``python -m server serve --cluster ...``, each a
+:class:`~clients.localserver.LocalServer`: started, killed, started again on its port).
+
+The CPU of every server-side process is readable for ``bench``: the nodes', the private
+Redis's (or, on a shared Redis, its ``INFO cpu``, which counts everyone's work) and that of
+the PostgreSQL backends serving the cluster's role (``/proc/PID/stat``; the server's
+shared background processes, such as its WAL writer, are not counted).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import redis.asyncio as aioredis
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from .localserver import LocalServer, free_port
+
+DEFAULT_DB = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class PrivateCluster:
+    """See the module docstring. ``async with PrivateCluster(...) as c: c.start_node(0)``."""
+
+    def __init__(self, workdir: Path, nodes: int, *, db_url: str = DEFAULT_DB,
+                 redis_url: str | None = None, lease_ms: int = 5000,
+                 extra_args: tuple[str, ...] = ()) -> None:
+        self.workdir = workdir
+        self.admin_url = db_url
+        self.name = f"tool-{uuid.uuid4().hex[:10]}"
+        self.role = f"tessera_tool_{uuid.uuid4().hex[:12]}"
+        self.db_url = ""
+        self._given_redis = redis_url
+        self.redis_url = redis_url or ""
+        self._redis_proc: subprocess.Popen[bytes] | None = None
+        self.lease_ms = lease_ms
+        self.extra_args = extra_args
+        self.count = nodes
+        self.nodes: list[LocalServer] = []
+
+    @property
+    def urls(self) -> list[str]:
+        return [node.url for node in self.nodes]
+
+    @property
+    def keys_prefix(self) -> str:
+        return f"tessera:{self.name}:"
+
+    async def __aenter__(self) -> PrivateCluster:
+        await self._create_schema()
+        if self._given_redis is None:
+            self._start_redis()
+        for index in range(self.count):
+            self.nodes.append(LocalServer(
+                self.workdir / f"node{index}", db_url=self.db_url, extra_args=[
+                    "--cluster", self.redis_url, "--cluster-name", self.name,
+                    "--node-id", f"n{index}", "--lease-ms", str(self.lease_ms),
+                    *self.extra_args]))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for node in self.nodes:
+            node.stop()
+        if self._redis_proc is not None:
+            self._redis_proc.kill()
+            self._redis_proc.wait()
+        else:
+            await self._delete_keys()
+        await self._drop_schema()
+
+    def node_cpu_s(self) -> float:
+        return sum(proc_cpu_s(node.pid) for node in self.nodes if node.pid is not None)
+
+    async def redis_cpu_s(self) -> float:
+        """The Redis server's CPU seconds so far (all its clients' work on a shared one)."""
+        if self._redis_proc is not None:
+            return proc_cpu_s(self._redis_proc.pid)
+        client = aioredis.Redis.from_url(self.redis_url)
+        try:
+            info = await client.info("cpu")
+        finally:
+            await client.aclose()
+        return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+    @property
+    def private_redis(self) -> bool:
+        return self._redis_proc is not None
+
+    async def postgres_cpu_by_pid(self) -> dict[int, float]:
+        """CPU seconds so far of each PostgreSQL backend serving this cluster's role."""
+        engine = create_async_engine(self.admin_url)
+        try:
+            async with engine.connect() as conn:
+                pids = (await conn.execute(text(
+                    "SELECT pid FROM pg_stat_activity WHERE usename = :role"),
+                    {"role": self.role})).scalars().all()
+        finally:
+            await engine.dispose()
+        return {pid: proc_cpu_s(pid) for pid in pids}
+
+    # -- setup ---------------------------------------------------------------------------
+    async def _create_schema(self) -> None:
+        admin = make_url(self.admin_url)
+        password = f" PASSWORD '{admin.password}'" if admin.password else ""
+        engine = create_async_engine(self.admin_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(text(f'CREATE ROLE "{self.role}" LOGIN{password}'))
+                await conn.execute(text(
+                    f'CREATE SCHEMA "{self.role}" AUTHORIZATION "{self.role}"'))
+                await conn.execute(text(
+                    f'ALTER ROLE "{self.role}" SET search_path = "{self.role}"'))
+        finally:
+            await engine.dispose()
+        self.db_url = admin.set(username=self.role).render_as_string(hide_password=False)
+
+    async def _drop_schema(self) -> None:
+        engine = create_async_engine(self.admin_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(text("SELECT pg_terminate_backend(pid) FROM "
+                                        "pg_stat_activity WHERE usename = :role"),
+                                   {"role": self.role})
+                await conn.execute(text(f'DROP SCHEMA IF EXISTS "{self.role}" CASCADE'))
+                await conn.execute(text(f'DROP ROLE IF EXISTS "{self.role}"'))
+        finally:
+            await engine.dispose()
+
+    def _start_redis(self) -> None:
+        if shutil.which("redis-server") is None:
+            self.redis_url = DEFAULT_REDIS
+            return
+        port = free_port()
+        directory = self.workdir / "redis"
+        directory.mkdir(parents=True, exist_ok=True)
+        self._redis_proc = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(directory)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    self.redis_url = f"redis://127.0.0.1:{port}/0"
+                    return
+            time.sleep(0.02)
+        raise RuntimeError("the private redis-server did not start")
+
+    async def _delete_keys(self) -> None:
+        client = aioredis.Redis.from_url(self.redis_url)
+        try:
+            found = [key async for key in client.scan_iter(match=self.keys_prefix + "*",
+                                                           count=500)]
+            if found:
+                await client.delete(*found)
+        finally:
+            await client.aclose()
+
+    async def lease_owners(self, game_ids: list[str]) -> dict[str, str | None]:
+        """The node id owning each game now (None: no lease)."""
+        client = aioredis.Redis.from_url(self.redis_url)
+        try:
+            values = await client.mget([f"{self.keys_prefix}lease:{g}" for g in game_ids])
+        finally:
+            await client.aclose()
+        return {g: None if v is None else _text(v).partition("/")[0]
+                for g, v in zip(game_ids, values, strict=True)}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
