@@ -26,6 +26,10 @@ connection.
 With ``--think-ms 0`` every game always has a move in flight, so the latency is K divided
 by the throughput (Little's law): that run measures capacity (``moves_per_s``, ``ratio``).
 Latency under a given load is measured with a think time; docs/PERFORMANCE.md has both.
+
+``--rated`` plays rated games between registered players instead of casual games between
+guests (the accounts are made before the clock starts): each game's end then also updates
+both players' ratings in its transaction (docs/RATINGS.md compares the two).
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ GAMES: list[tuple[str, dict[str, Any]]] = [
 ]
 CLOCK = p.Fischer(base_ms=600_000, increment_ms=5_000)
 CONNECT_CONCURRENCY = 64
+REGISTER_CONCURRENCY = 4  # per load generator
+DEBUG_CONNECT = bool(os.environ.get("TESSERA_BENCH_DEBUG"))  # say why a connection failed
 
 
 def raise_fd_limit() -> None:
@@ -171,8 +177,9 @@ class Bot:
     """One connection of the load generator, playing the moves of its pair's game."""
 
     def __init__(self, ws: ClientConnection, name: str, stats: Stats, think_s: float,
-                 rng: random.Random) -> None:
+                 rng: random.Random, rated: bool = False) -> None:
         self.ws = ws
+        self.rated = rated
         self.name = name
         self.stats = stats
         self.think_s = think_s
@@ -254,7 +261,8 @@ class Bot:
         key, options = GAMES[pair.index % len(GAMES)]
         await self.send(p.Challenge(id=self.request_id(), to=pair.b.name, game=key,
                                     options=options, clock=CLOCK,
-                                    color=1 if pair.played % 2 else 0))
+                                    color=1 if pair.played % 2 else 0,
+                                    rated=True if self.rated else None))
         pair.played += 1
 
     async def send(self, message: p.ClientMessage) -> None:
@@ -268,13 +276,16 @@ class Bot:
                 self.stats.error("disconnected")
 
 
-async def _guest(url: str) -> tuple[ClientConnection, str]:
-    """A connection logged in as a new guest, and the guest's name."""
+async def _guest(url: str, name: str | None = None) -> tuple[ClientConnection, str]:
+    """A connection logged in as a new guest (or, given a name, a new registered user),
+    and the user's name."""
     ws = await websockets.connect(url, max_size=p.MAX_SERVER_FRAME_BYTES, compression=None,
                                   open_timeout=60)
+    login: p.ClientMessage = (p.Guest(id=2) if name is None else
+                              p.Register(id=2, username=name, password="bench-password"))
     try:
         for request in (p.Hello(id=1, version=p.PROTOCOL_VERSION, client="tessera-bench"),
-                        p.Guest(id=2)):
+                        login):
             await ws.send(p.encode(request))
             reply = p.decode_server(await ws.recv(decode=False))
         assert isinstance(reply, p.Authed), reply
@@ -284,24 +295,30 @@ async def _guest(url: str) -> tuple[ClientConnection, str]:
         raise
 
 
-async def _connect_guests(url: str, n: int, stats: Stats, rng: random.Random | None = None
-                          ) -> list[tuple[ClientConnection, str]]:
+async def _connect_guests(url: str, n: int, stats: Stats, rng: random.Random | None = None,
+                          names: str | None = None) -> list[tuple[ClientConnection, str]]:
     """``n`` guests connected ``CONNECT_CONCURRENCY`` at a time; failures are counted.
     ``url`` may list a cluster's nodes, comma-separated: each guest goes to one at random,
-    as a load balancer would place them."""
-    sem = asyncio.Semaphore(CONNECT_CONCURRENCY)
+    as a load balancer would place them. ``names``: register users named ``names`` + a
+    number instead."""
+    # a registration waits for a password hash (a few a second on 2 cores): few at once, or
+    # the last ones queued would pass the server's login deadline
+    sem = asyncio.Semaphore(CONNECT_CONCURRENCY if names is None else REGISTER_CONCURRENCY)
     urls = url.split(",")
     pick = rng or random.Random(0)
 
-    async def one() -> tuple[ClientConnection, str] | None:
+    async def one(index: int) -> tuple[ClientConnection, str] | None:
         async with sem:
             try:
-                return await _guest(pick.choice(urls))
-            except Exception:
+                return await _guest(pick.choice(urls),
+                                    None if names is None else f"{names}{index}")
+            except Exception as exc:
                 stats.error("connect_failed")
+                if DEBUG_CONNECT:
+                    print(f"connect failed: {exc!r}"[:300], file=sys.stderr)
                 return None
 
-    return [c for c in await asyncio.gather(*(one() for _ in range(n))) if c is not None]
+    return [c for c in await asyncio.gather(*(one(i) for i in range(n))) if c is not None]
 
 
 async def _start_together(ready: str, go: str) -> float:
@@ -320,14 +337,15 @@ def _cpu_s() -> float:
 
 
 async def load_games(url: str, games: int, seconds: float, seed: int, think_ms: float,
-                     ready: str, go: str) -> dict[str, Any]:
-    """Play ``games`` concurrent games for ``seconds`` once told to start."""
+                     ready: str, go: str, rated: bool = False) -> dict[str, Any]:
+    """Play ``games`` concurrent games for ``seconds`` once told to start (``rated``:
+    rated games between registered users)."""
     raise_fd_limit()
     stats = Stats()
     pool = random_games(seed, per_kind=32)
     rng = random.Random(seed)
-    conns = await _connect_guests(url, 2 * games, stats, rng)
-    bots = [Bot(ws, name, stats, think_ms / 1000, random.Random(rng.random()))
+    conns = await _connect_guests(url, 2 * games, stats, rng, f"b{seed}x" if rated else None)
+    bots = [Bot(ws, name, stats, think_ms / 1000, random.Random(rng.random()), rated)
             for ws, name in conns]
     pairs = [Pair(i, bots[2 * i], bots[2 * i + 1], pool[i % len(GAMES)],
                   random.Random(rng.random())) for i in range(len(bots) // 2)]
@@ -506,6 +524,7 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
     args = [*module, "serve", "--port", "0", "--db", db_url,
             "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning",
             "--guests-per-hour", "0",  # every guest comes from one address here
+            "--logins-per-minute", "0",  # and every registration (--rated)
             # every simulated client comes from this machine's one address
             "--max-connections-per-address", str(BENCH_CONNECTIONS_PER_ADDRESS)]
     if loop is not None:
@@ -514,8 +533,8 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
 
 
 def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms: float,
-                    loop: str | None, workdir: Path, breakdown: bool = False
-                    ) -> dict[str, Any]:
+                    loop: str | None, workdir: Path, breakdown: bool = False,
+                    rated: bool = False) -> dict[str, Any]:
     stages = workdir / "stages.json" if breakdown else None
     server, db_url = _serve(workdir, "server", loop, stages)
     cpu: list[float] = []
@@ -531,7 +550,7 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
         parts = _run_loadgens(
             "games", url, workdir, shares, seconds,
             on_start=lambda: window(signal.SIGUSR1), on_stop=lambda: window(signal.SIGUSR2),
-            seed=seed, think_ms=think_ms)
+            seed=seed, think_ms=think_ms, rated=rated)
         rss = server.rss_mb()
         if stages is not None:
             deadline = time.monotonic() + 10
@@ -717,6 +736,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead: hold this many idle authenticated connections")
     parser.add_argument("--seed", type=int, default=1,
                         help="seed of the random games (default: %(default)s)")
+    parser.add_argument("--rated", action="store_true",
+                        help="rated games between registered players (default: casual games "
+                             "between guests)")
     parser.add_argument("--nodes", type=int, default=0,
                         help="instead: a cluster of this many nodes on PostgreSQL and Redis "
                              "(players on nodes at random), then the one-process server with "
@@ -758,7 +780,8 @@ def main(argv: list[str] | None = None) -> int:
             half = opts.seconds / 2
             before = run_echo_bench(2 * opts.games, half, opts.procs, workdir)
             result = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
-                                     opts.think_ms, opts.loop, workdir, opts.breakdown)
+                                     opts.think_ms, opts.loop, workdir, opts.breakdown,
+                                     opts.rated)
             after = run_echo_bench(2 * opts.games, half, opts.procs, workdir)
             mps = result["moves"] / result["elapsed_s"]
             eps = ((before["roundtrips"] + after["roundtrips"])
@@ -767,7 +790,8 @@ def main(argv: list[str] | None = None) -> int:
                           echo_before_per_s=round(before["roundtrips"] / before["elapsed_s"], 1),
                           echo_after_per_s=round(after["roundtrips"] / after["elapsed_s"], 1),
                           ratio=round(mps / eps, 3) if eps else 0.0,
-                          think_ms=opts.think_ms, loadgen_procs=opts.procs)
+                          think_ms=opts.think_ms, loadgen_procs=opts.procs,
+                          rated=opts.rated)
             result["p50_ms"] = round(result["p50_ms"], 2)
             result["p99_ms"] = round(result["p99_ms"], 2)
             result["elapsed_s"] = round(result["elapsed_s"], 2)

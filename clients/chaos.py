@@ -8,10 +8,13 @@ session token after each crash and resumes its game. At the end it checks that:
 - every game resumed and finished;
 - no acknowledged move is missing from the database, and none is stored twice;
 - every stored game re-plays through the engine to its stored result;
+- the stored ratings equal their recomputation from the stored games
+  (``tessera ratings verify``): every other game is rated, between registered players;
 - SQLite's ``PRAGMA integrity_check`` answers ``ok``.
 
 ``--json`` prints one JSON object as the last line with ``games``, ``finished``, ``kills``,
-``acknowledged``, ``lost``, ``duplicated``, ``replay_mismatches`` and ``integrity`` (and
+``acknowledged``, ``lost``, ``duplicated``, ``replay_mismatches``, ``rated``,
+``rating_differences`` and ``integrity`` (and
 ``interrupted``: games in progress at one kill or more; ``reconnects``; ``seconds``). The
 run fails (exit status 1) if a check fails or the games ended before all M kills were made.
 """
@@ -157,17 +160,33 @@ async def _guest(url: str) -> tuple[str, str]:
         return authed.user.name, authed.session_token
 
 
+async def _registered(url: str, name: str) -> tuple[str, str]:
+    async with await Connection.open(url) as conn:
+        authed = await conn.call(p.Register, username=name, password="chaos-password")
+        assert isinstance(authed, p.Authed)
+        return authed.user.name, authed.session_token
+
+
+RATED_CLOCK = p.Fischer(base_ms=3_600_000, increment_ms=0)  # an hour: no kill flags it
+
+
 async def _start_games(url: str, n: int) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
-    """Create N games between fresh guests; return (game_id, (name, token) x2)."""
+    """Create N games, every other one rated between registered players (the others
+    casual between guests); return (game_id, (name, token) x2)."""
     out = []
     for i in range(n):
-        a, b = await _guest(url), await _guest(url)
+        rated = i % 2 == 0
+        if rated:
+            a, b = await _registered(url, f"ca{i}"), await _registered(url, f"cb{i}")
+        else:
+            a, b = await _guest(url), await _guest(url)
         game, options = GAMES[i % len(GAMES)]
         async with await Connection.open(url) as ca, await Connection.open(url) as cb:
             await ca.call(p.AuthToken, token=a[1])
             await cb.call(p.AuthToken, token=b[1])
             created = await ca.call(p.Challenge, to=b[0], game=game, options=options,
-                                    clock=p.Unlimited(), color=i % 2)
+                                    clock=RATED_CLOCK if rated else p.Unlimited(),
+                                    color=i % 2, rated=True if rated else None)
             assert isinstance(created, p.ChallengeCreated)
             await cb.call(p.AcceptChallenge, challenge_id=created.challenge_id)
             started = await ca.wait_for(p.GameStarted)
@@ -349,8 +368,20 @@ def check(db_path: Path | None, db_url: str, ledger: Ledger) -> dict[str, Any]:
             integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     else:
         integrity = "ok" if seq_order_ok else "event numbers out of order"
+    # the ratings: recomputed from the stored games by `tessera ratings verify` (a cluster's
+    # games are casual: it does not offer rated ones yet)
+    rated = sum(1 for line in dump.stdout.splitlines() if json.loads(line).get("rated"))
+    differences = 0
+    if rated:
+        ratings = subprocess.run([sys.executable, "-m", "server", "ratings", "verify", "--db",
+                                  db_url], capture_output=True, text=True)
+        differences = len(ratings.stdout.splitlines()) if ratings.returncode == 1 else 0
+        if ratings.returncode not in (0, 1):
+            differences = -1  # it could not run: a failure too
+            print(ratings.stderr, file=sys.stderr)
     return {"finished": finished, "acknowledged": len(ledger.acked), "lost": lost,
-            "duplicated": duplicated, "replay_mismatches": mismatches, "integrity": integrity}
+            "duplicated": duplicated, "replay_mismatches": mismatches, "rated": rated,
+            "rating_differences": differences, "integrity": integrity}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -397,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = (result["kills"] == opts.kills and result["finished"] == result["games"]
           and result["lost"] == 0
           and result["duplicated"] == 0 and result["replay_mismatches"] == 0
-          and result["integrity"] == "ok")
+          and result["rating_differences"] == 0 and result["integrity"] == "ok")
     if opts.json:
         print(json.dumps(result))
     else:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import protocol as p
 
-SERVER_COMMANDS = {"serve", "db", "admin", "dump", "cluster"}
+SERVER_COMMANDS = {"serve", "db", "admin", "dump", "cluster", "ratings"}
 # command -> (module in clients, one-line help)
 CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("clients.play", "the interactive terminal client"),
@@ -29,6 +29,7 @@ CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("clients.bench", "load benchmark of a real server"),
     "chaos": ("clients.chaos", "crash test: kill the server during live games"),
     "siege": ("clients.siege.cli", "hostile traffic against a server, with canaries"),
+    "ladder": ("clients.ladder", "the bot ladder's standings: tessera ladder standings GAME"),
 }
 
 USAGE = """usage: tessera COMMAND [ARGS]    (tessera COMMAND --help for one command)
@@ -40,6 +41,7 @@ server:
   admin        create users and bot accounts, manage tokens
   dump         print stored match records as JSON lines
   cluster status  the nodes of a cluster, their games and last heartbeats
+  ratings verify  recompute every rating pool from the stored games
 """
 SIGPIPE_STATUS = 128 + 13  # as a program killed by SIGPIPE ends, in a shell's terms
 

@@ -135,7 +135,8 @@ class GameView:
         if last and self.ms_used:
             last += f", {self.ms_used[-1] / 1000:.1f}s"
         text = render.position_panel(
-            self.state, title=self.title(), players=[(u.name, u.kind) for u in self.players],
+            self.state, title=self.title(),
+            players=[(_with_rating(u), u.kind) for u in self.players],
             clocks=self.clocks_now(), me=self.me, last=last, color=color)
         return f"{text}\n{self.turn_text()}"
 
@@ -153,3 +154,9 @@ class GameView:
 
 def _pair(values: Sequence[int] | None) -> tuple[int, int] | None:
     return None if values is None else (values[0], values[1])
+
+
+def _with_rating(user: p.User) -> str:
+    """A player's name with their rating in the game's pool, as the game started."""
+    label = render.rating_label(user.rating)
+    return f"{user.name} ({label})" if label else user.name

@@ -2,6 +2,7 @@
 
     seek hadron size=5 5m+3s        game, options, time control (any order after the game)
     challenge bob xodd 30s/move color=white
+    seek xodd 5m+3s rated 1400-1800     rated (or casual, the default), a rating range
 
 Games are named by key or display name, or a unique prefix of one (``hex``). Options are
 checked by the engine's own option schema. Time controls are written in the protocol's
@@ -10,6 +11,7 @@ notation (``protocol.timecontrol``): ``5m+3s``, ``30s/move``, ``3d/move``, ``unl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +20,8 @@ import engine
 import protocol as p
 
 DEFAULT_CLOCK: p.TimeControl = p.Fischer(base_ms=300_000, increment_ms=3_000)
+RANGE = re.compile(r"\d{3,4}-\d{0,4}|-\d{3,4}")
+"""A seek's rating range: 1400-1800, 1400- (at least), -1800 (at most)."""
 
 
 
@@ -33,6 +37,8 @@ class Offer:
     options: dict[str, int | str] = field(default_factory=dict)
     clock: p.TimeControl = DEFAULT_CLOCK
     color: Any = "random"  # "random", 0 or 1 (protocol.Color)
+    rated: bool = False
+    rating_range: tuple[int | None, int | None] = (None, None)
 
 
 def find_game(word: str) -> str:
@@ -71,7 +77,16 @@ def parse_offer(words: Sequence[str], *, allow_color: bool = False) -> Offer:
     raw: dict[str, str] = {}
     clock: p.TimeControl | None = None
     color: Any = "random"
+    rated = False
+    rating_range: tuple[int | None, int | None] = (None, None)
     for word in words[1:]:
+        if word.lower() in ("rated", "casual"):
+            rated = word.lower() == "rated"
+            continue
+        if RANGE.fullmatch(word):
+            low, _, high = word.partition("-")
+            rating_range = (int(low) if low else None, int(high) if high else None)
+            continue
         name, eq, value = word.partition("=")
         if eq:
             if name.lower() in ("color", "colour", "as") and allow_color:
@@ -89,7 +104,8 @@ def parse_offer(words: Sequence[str], *, allow_color: bool = False) -> Offer:
         options = engine.get_game(game).normalize_options(raw)
     except ValueError as exc:
         raise OfferError(str(exc)) from None
-    return Offer(game, options, clock if clock is not None else DEFAULT_CLOCK, color)
+    return Offer(game, options, clock if clock is not None else DEFAULT_CLOCK, color, rated,
+                 rating_range)
 
 
 def format_words(words: Sequence[str]) -> str:

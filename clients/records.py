@@ -80,6 +80,9 @@ class MatchRecord:
     winner: int | None = None
     termination: str = "unterminated"
     moves: tuple[RecordMove, ...] = ()
+    rated: bool = False
+    rating_changes: tuple[p.RatingUpdate, p.RatingUpdate] | None = None
+    """Both players' ratings before and after a rated game, as the server stored them."""
 
     def __post_init__(self) -> None:
         try:
@@ -101,6 +104,8 @@ class MatchRecord:
         set_(self, "time_control", _time_control(self.time_control))
         _check_result(self.winner, self.termination)
         set_(self, "moves", _moves(self.moves))
+        if self.rating_changes is not None and not self.rated:
+            raise RecordError("rating changes given for a game that is not rated")
 
     @property
     def result(self) -> str:
@@ -272,6 +277,11 @@ def format_record(record: MatchRecord) -> str:
         ("Result", record.result),
         ("Termination", record.termination),
     ]
+    if record.rated:
+        tags.append(("Rated", "yes"))
+    if record.rating_changes is not None:
+        tags += [(colour + "Rating", _rating_text(change))
+                 for colour, change in zip((black, white), record.rating_changes, strict=True)]
     lines = [f"[{name} {_quote(value)}]" for name, value in tags]
     lines.append("")
     for m in record.moves:
@@ -296,7 +306,35 @@ _TOKEN_RE = re.compile(
     re.VERBOSE,
 )
 _FIXED_TAGS = ("Game", "Options", "RulesVersion", "GameId", "Date", "TimeControl", "Result",
-               "Termination")
+               "Termination", "Rated")
+_RATING_FIELDS = ("rating", "deviation", "volatility")
+
+
+def _rating_text(change: p.RatingUpdate) -> str:
+    """A rating change as its tag holds it: ``1500 350 0.06 -> 1662.31 290.32 0.05999919``
+    (rating, deviation, volatility before, then after; floats written to round-trip)."""
+    def side(when: str) -> str:
+        return " ".join(_number(getattr(change, f"{name}_{when}")) for name in _RATING_FIELDS)
+    return f"{side('before')} -> {side('after')}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def _parse_rating(text: str, tag: str) -> p.RatingUpdate:
+    before, arrow, after = text.partition("->")
+    values = before.split() + after.split()
+    if not arrow or len(values) != 6:
+        raise RecordError(f"[{tag}] {text!r} must be 'rating deviation volatility -> "
+                          "rating deviation volatility'")
+    try:
+        numbers = [float(value) for value in values]
+        return p.RatingUpdate(**{f"{name}_{when}": numbers[i * 3 + j]
+                                 for i, when in enumerate(("before", "after"))
+                                 for j, name in enumerate(_RATING_FIELDS)})
+    except (ValueError, p.InvalidMessage) as e:
+        raise RecordError(f"[{tag}] {text!r}: {e}") from None
 
 
 def parse_record(text: str) -> MatchRecord:
@@ -342,7 +380,8 @@ def _record_from_tags(tags: dict[str, str]) -> dict[str, Any]:
     except ValueError as e:
         raise RecordError(str(e)) from None
     black, white = game.players
-    known = {*_FIXED_TAGS, black, white, black + "Kind", white + "Kind"}
+    known = {*_FIXED_TAGS, black, white, black + "Kind", white + "Kind", black + "Rating",
+             white + "Rating"}
     unknown = sorted(set(tags) - known)
     if unknown:
         raise RecordError(f"unknown tag [{unknown[0]}] (known for {game.key}: "
@@ -365,7 +404,17 @@ def _record_from_tags(tags: dict[str, str]) -> dict[str, Any]:
         raise RecordError(f"[Result] {result!r} must be 1-0, 0-1 or *")
     winner = winners[result]
     termination = tags.get("Termination", "unterminated" if winner is None else "normal")
+    rated = tags.get("Rated", "no").strip()
+    if rated not in ("yes", "no"):
+        raise RecordError(f"[Rated] {rated!r} must be yes or no")
+    ratings = [tags.get(colour + "Rating") for colour in (black, white)]
+    if (ratings[0] is None) != (ratings[1] is None):
+        raise RecordError(f"give both [{black}Rating] and [{white}Rating] or neither")
+    changes = None if ratings[0] is None or ratings[1] is None else (
+        _parse_rating(ratings[0], black + "Rating"), _parse_rating(ratings[1], white + "Rating"))
     return {
+        "rated": rated == "yes",
+        "rating_changes": changes,
         "game": game.key,
         "options": options,
         "rules_version": tags.get("RulesVersion"),
@@ -469,12 +518,23 @@ def _annotate(move: RecordMove, note: dict[str, int], line: int) -> RecordMove:
 
 # -- the JSON form -----------------------------------------------------------------------------
 _JSON_KEYS = ("format", "game_id", "game", "options", "rules_version", "players",
-              "player_kinds", "date", "time_control", "winner", "termination", "moves")
+              "player_kinds", "date", "time_control", "winner", "termination", "moves",
+              "rated", "rating_changes")
 _MOVE_KEYS = ("ply", "move", "ms_used", "clock_ms")
 
 
 def to_dict(record: MatchRecord) -> dict[str, Any]:
-    """The record as plain JSON-ready data (keys in docs/RECORDS.md)."""
+    """The record as plain JSON-ready data (keys in docs/RECORDS.md); ``rated`` and
+    ``rating_changes`` only for a rated game."""
+    data = _plain_dict(record)
+    if record.rated:
+        data["rated"] = True
+    if record.rating_changes is not None:
+        data["rating_changes"] = [change.to_wire() for change in record.rating_changes]
+    return data
+
+
+def _plain_dict(record: MatchRecord) -> dict[str, Any]:
     return {
         "format": JSON_FORMAT,
         "game_id": record.game_id,
@@ -511,7 +571,20 @@ def from_dict(data: object) -> MatchRecord:
     if not isinstance(raw_moves, list):
         raise RecordError("key 'moves' must be a list")
     moves = [_move_from_dict(i, m) for i, m in enumerate(raw_moves)]
+    rated = data.get("rated", False)
+    if not isinstance(rated, bool):
+        raise RecordError(f"key 'rated' must be true or false, got {rated!r}")
+    changes = data.get("rating_changes")
+    if changes is not None:
+        if not isinstance(changes, list) or len(changes) != 2:
+            raise RecordError("key 'rating_changes' must be a list of two objects")
+        try:
+            changes = tuple(p.load_value(p.RatingUpdate, change, f"rating_changes[{i}]")
+                            for i, change in enumerate(changes))
+        except p.InvalidMessage as e:
+            raise RecordError(str(e)) from None
     return MatchRecord(
+        rated=rated, rating_changes=changes,
         game=data["game"],
         options=dict(options),
         rules_version=data.get("rules_version"),
@@ -596,6 +669,7 @@ def match_record_from_wire(record: p.Record | Mapping[str, Any],
         winner=None if result is None else result.winner,
         termination="unterminated" if result is None else result.reason,
         moves=tuple(RecordMove(m.ply, m.move, m.ms_used, m.clock_ms) for m in record.moves),
+        rated=bool(record.rated), rating_changes=record.rating_changes,
     )
 
 

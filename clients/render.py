@@ -291,3 +291,108 @@ def last_move_text(state: engine.State) -> str | None:
         return None
     colour = state.game.players[(state.ply - 1) % 2]
     return f"last move: {state.ply}. {state.last_move} ({colour})"
+
+
+# -- ratings -------------------------------------------------------------------------------------
+def rating_label(rating: p.PoolRating | None) -> str:
+    """A rating as shown beside a name: ``1612``, or ``1431?`` while provisional."""
+    if rating is None:
+        return ""
+    return f"{rating.rating}{'?' if rating.provisional else ''}"
+
+
+def user_label(user: p.User, game: str | None = None) -> str:
+    """A name with what marks it: ``alice (1612)``, ``mcts [bot] (1500?)``. The rating is
+    the user's in ``game``'s pool (their ``rating``, else from their ``ratings``)."""
+    text = user.name + (" [bot]" if user.kind == "bot" else "")
+    rating = user.rating
+    if rating is None and game is not None:
+        rating = next((r for r in user.ratings or () if r.game == game), None)
+    label = rating_label(rating)
+    return f"{text} ({label})" if label else text
+
+
+def ratings_text(ratings: Sequence[p.PoolRating] | None) -> str:
+    """Every pool's rating in short: ``hadron 1431?, xodd 1612``."""
+    return ", ".join(f"{r.game} {rating_label(r)}" for r in ratings or ()) or "unrated"
+
+
+def seek_terms(seek: p.OpenSeek) -> str:
+    """What a seek adds to its offer: `` rated 1400-1800``, or nothing for a casual one."""
+    if not seek.rated:
+        return ""
+    if seek.rating_min is None and seek.rating_max is None:
+        return " rated"
+    return f" rated {seek.rating_min or ''}-{seek.rating_max or ''}"
+
+
+def change_text(update: p.RatingUpdate) -> str:
+    """A rating change: ``1500? -> 1662 (+162)``."""
+    before, after = round(update.rating_before), round(update.rating_after)
+    sign = "+" if after >= before else ""
+    return f"{before} -> {after} ({sign}{after - before})"
+
+
+CHART_LEVELS = " \u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
+
+
+def rating_chart(points: Sequence[int], *, height: int = 6, width: int = 60) -> list[str]:
+    """A small chart of a rating history, oldest left: ``height`` rows of block characters
+    (eighths of a row), the highest and lowest rating written on the right. The last
+    ``width`` points are drawn, one column each."""
+    points = list(points)[-width:]
+    if not points:
+        return []
+    low, high = min(points), max(points)
+    span = max(high - low, 1)
+    levels = [round((value - low) / span * (height * 8 - 1)) + 1 for value in points]
+    rows = []
+    for row in range(height - 1, -1, -1):
+        line = ""
+        for level in levels:
+            filled = level - row * 8
+            line += CHART_LEVELS[max(0, min(8, filled))]
+        label = f" {high}" if row == height - 1 else f" {low}" if row == 0 else ""
+        rows.append(line + label)
+    return rows
+
+
+def standings_lines(standings: Sequence[p.Standing]) -> list[str]:
+    """A leaderboard: rank, name (bots marked), rating, games and results."""
+    lines = []
+    for standing in standings:
+        user, rating = standing.user, standing.user.rating
+        record = ""
+        if rating is not None and rating.games is not None:
+            record = (f"  {rating.games} games  +{rating.wins or 0} -{rating.losses or 0}"
+                      f" ={rating.draws or 0}")
+        name = user.name + (" [bot]" if user.kind == "bot" else "")
+        lines.append(f"  {standing.rank:>3}. {name:<26} {rating_label(rating) or '-':>6}"
+                     f"{record}")
+    return lines
+
+
+def profile_lines(info: p.ProfileInfo) -> list[str]:
+    """A profile: ratings by pool with results, a chart of each pool's history, the latest
+    games."""
+    user = info.user
+    lines = [f"{user.name}{' [bot]' if user.kind == 'bot' else ''}"]
+    for rating in user.ratings or ():
+        lines.append(f"  {rating.game:<10} {rating_label(rating):>6}  deviation "
+                     f"{rating.deviation}  {rating.games or 0} games: {rating.wins or 0} won, "
+                     f"{rating.losses or 0} lost, {rating.draws or 0} drawn")
+        points = [point.rating for point in info.history if point.game == rating.game]
+        if len(points) > 1:
+            lines += [f"    {row}" for row in rating_chart(points)]
+    if not user.ratings:
+        lines.append("  no rated games yet")
+    if info.recent:
+        lines.append("  latest games:")
+        for game in info.recent:
+            result = (f"{('1-0', '0-1')[game.result.winner]} {game.result.reason}"
+                      if game.result is not None and game.result.winner is not None
+                      else "aborted" if game.result is not None else "playing")
+            rated = " rated" if game.rated else ""
+            lines.append(f"    {game.game_id:<12} {game.game:<9} {game.players[0].name} vs "
+                         f"{game.players[1].name}  {result}{rated}")
+    return lines

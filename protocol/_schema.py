@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -45,6 +46,15 @@ class Ints:
 
     lo: int
     hi: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Floats:
+    """A float bound: finite, ``lo <= value <= hi``; an int is taken as a float (msgpack
+    writers may shorten 1500.0 to 1500), a bool is not."""
+
+    lo: float
+    hi: float
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -190,6 +200,21 @@ class IntConverter(Converter):
         if not self.lo <= value <= self.hi:
             fail(path, self.expected, value)
         return int(value)
+
+    check = load
+
+
+class FloatConverter(Converter):
+    def __init__(self, bound: Floats) -> None:
+        self.lo, self.hi = bound.lo, bound.hi
+        self.expected = f"float {bound.lo:g}..{bound.hi:g}"
+
+    def load(self, value: object, path: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            fail(path, self.expected, value)
+        if not (math.isfinite(value) and self.lo <= value <= self.hi):
+            fail(path, self.expected, value)
+        return float(value)
 
     check = load
 
@@ -659,6 +684,8 @@ def _compile_annotated(base: Any, metadata: tuple[Any, ...]) -> Converter:
     for meta in metadata:
         if isinstance(meta, Ints) and base is int:
             return IntConverter(meta)
+        if isinstance(meta, Floats) and base is float:
+            return FloatConverter(meta)
         if isinstance(meta, Text) and base is str:
             return StrConverter(meta)
         if isinstance(meta, Free):

@@ -46,6 +46,7 @@ from protocol.values import (
     Color,
     Cursor,
     EndReason,
+    Flag,
     GameId,
     GameInfo,
     GameKey,
@@ -57,7 +58,11 @@ from protocol.values import (
     Options,
     Ply,
     PositionSummary,
+    RatingInt,
+    RatingPoint,
+    RatingUpdates,
     Record,
+    RematchEnd,
     RequestId,
     ResultFilter,
     Seat,
@@ -65,6 +70,7 @@ from protocol.values import (
     Seq,
     SinceSeq,
     Snapshot,
+    Standing,
     StatusFilter,
     Summary,
     Token,
@@ -207,6 +213,11 @@ class Seek(Message):
     game: GameKey
     options: Options
     clock: TimeControl
+    rated: Flag | None = None
+    """True for a rated game (absent: casual). Guests and unlimited clocks play casual."""
+    rating_min: RatingInt | None = None
+    rating_max: RatingInt | None = None
+    """Pair only with a player whose rating in the game's pool is within this range."""
 
     def _check(self) -> None:
         set_field(self, "options", normalize_options("seek", self.game, self.options))
@@ -247,6 +258,8 @@ class Challenge(Message):
     options: Options
     clock: TimeControl
     color: Color = "random"
+    rated: Flag | None = None
+    """True for a rated game (absent: casual)."""
 
     def _check(self) -> None:
         set_field(self, "options", normalize_options("challenge", self.game, self.options))
@@ -460,6 +473,98 @@ class Ping(Message):
     id: RequestId
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetLeaderboard(Message):
+    """A game's best established ratings (not provisional), best first, a page at a time;
+    ``bots`` false leaves bots out."""
+
+    TAG = "leaderboard"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("leaderboard_page",)
+    id: RequestId
+    game: GameKey
+    cursor: Cursor | None = None
+    bots: Flag | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetProfile(Message):
+    """A user's ratings in every pool, record, recent games and rating history."""
+
+    TAG = "profile"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("profile_info",)
+    id: RequestId
+    name: Username
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OfferRematch(Message):
+    """After a game one played is over: offer the other player the same game again, with
+    the colours swapped. Offering when they already offered accepts."""
+
+    TAG = "offer_rematch"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    id: RequestId
+    game_id: GameId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptRematch(Message):
+    """Accept the other player's rematch offer: the new game starts (``game_started``)."""
+
+    TAG = "accept_rematch"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    id: RequestId
+    game_id: GameId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeclineRematch(Message):
+    """Refuse (or withdraw) a rematch offer."""
+
+    TAG = "decline_rematch"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    id: RequestId
+    game_id: GameId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LadderJoin(Message):
+    """A bot joins the ladder of these games: while connected and idle it is paired with
+    other ladder bots into rated games (docs/RATINGS.md). Replaces its earlier choice."""
+
+    TAG = "ladder_join"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    id: RequestId
+    games: Annotated[Sequence[GameKey], Items(1, 64)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LadderLeave(Message):
+    """Leave the ladder (a game in progress is played to its end)."""
+
+    TAG = "ladder_leave"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    id: RequestId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetStandings(Message):
+    """A game's ladder standings: the bots on its ladder, by rating, provisional included."""
+
+    TAG = "ladder_standings"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("leaderboard_page",)
+    id: RequestId
+    game: GameKey
+
+
 ClientMessage = (
     Hello
     | Register
@@ -490,6 +595,14 @@ ClientMessage = (
     | GetPosition
     | CheckMove
     | Ping
+    | GetLeaderboard
+    | GetProfile
+    | OfferRematch
+    | AcceptRematch
+    | DeclineRematch
+    | LadderJoin
+    | LadderLeave
+    | GetStandings
 )
 
 
@@ -645,6 +758,31 @@ class MoveCheck(Message):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderboardPage(Message):
+    """Answer to ``leaderboard`` and ``ladder_standings``; ``next_cursor`` is absent on the
+    last page."""
+
+    TAG = "leaderboard_page"
+    id: RequestId
+    game: GameKey
+    standings: Annotated[Sequence[Standing], Items(0, MAX_LIST_LIMIT)]
+    next_cursor: Cursor | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileInfo(Message):
+    """Answer to ``profile``: ``user.ratings`` holds every pool with its record, ``recent``
+    their latest games, ``history`` their rating after each of their latest rated games
+    (oldest first, every pool)."""
+
+    TAG = "profile_info"
+    id: RequestId
+    user: User
+    recent: Annotated[Sequence[Summary], Items(0, MAX_LIST_LIMIT)]
+    history: Annotated[Sequence[RatingPoint], Items(0, 1000)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Pong(Message):
     """Answer to ``ping``."""
 
@@ -727,6 +865,8 @@ class GameOver(Message):
     seq: Seq
     winner: Seat | None = None
     reason: EndReason
+    rating_changes: RatingUpdates | None = None
+    """Both players' rating changes, seat 0 first, for a rated game (not an aborted one)."""
 
     def _check(self) -> None:
         check_winner("game_over", self.winner, self.reason)
@@ -775,6 +915,27 @@ class ChallengeReceived(Message):
     options: Options
     clock: TimeControl
     color: Color
+    rated: Flag | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RematchOffered(Message):
+    """To both players of a game that is over: ``by`` offers a rematch."""
+
+    TAG = "rematch_offered"
+    game_id: GameId
+    by: Seat
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RematchEnded(Message):
+    """To both players: the rematch offer of ``game_id`` is gone; if accepted, the new
+    game is ``new_game_id`` (its ``game_started`` came first)."""
+
+    TAG = "rematch_ended"
+    game_id: GameId
+    reason: RematchEnd
+    new_game_id: GameId | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -844,6 +1005,8 @@ Reply = (
     | Board
     | Position
     | MoveCheck
+    | LeaderboardPage
+    | ProfileInfo
     | Pong
     | ErrorReply
 )
@@ -852,6 +1015,8 @@ Event = (
     GameEvent
     | ChallengeReceived
     | ChallengeEnded
+    | RematchOffered
+    | RematchEnded
     | SeekAdded
     | SeekRemoved
     | SeekTaken

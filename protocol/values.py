@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from protocol._schema import Free, Ints, Items, Struct, Text
+from protocol._schema import Floats, Free, Ints, Items, Struct, Text
 from protocol.errors import InvalidMessage
 from protocol.limits import (
     MAX_CELLS,
@@ -75,6 +75,17 @@ EndReason = Literal["normal", "resign", "timeout", "abandon", "abort"]
 Color = Literal["random", 0, 1]
 ChallengeEnd = Literal["accepted", "declined", "cancelled"]
 ResultFilter = Literal["win", "loss"]
+Flag = Literal[True, False]
+"""A bool on the wire."""
+RematchEnd = Literal["accepted", "declined", "lapsed"]
+"""Why a rematch offer ended: taken (a new game), refused, or a player left."""
+RatingInt = Annotated[int, Ints(-10_000, 10_000)]
+"""A rating as shown: rounded to an integer."""
+DeviationInt = Annotated[int, Ints(0, 350)]
+RatingFloat = Annotated[float, Floats(-10_000.0, 10_000.0)]
+DeviationFloat = Annotated[float, Floats(0.0, 350.0)]
+VolatilityFloat = Annotated[float, Floats(0.0, 10.0)]
+Count = Annotated[int, Ints(0, MAX_SAFE_INT)]
 
 MAX_MOVES = 65_535
 MAX_LISTED = 10_000
@@ -84,10 +95,71 @@ MAX_LISTED = 10_000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class User(Struct):
-    """A player or connected user as others see them."""
+    """A player or connected user as others see them (``kind`` "bot" marks a bot).
+
+    ``rating``: their rating in the pool of where they appear (a game, a seek, a
+    leaderboard); ``ratings``: in every pool they have played rated games in (``authed``,
+    the online list, a profile). Absent for someone with no rated game there.
+    """
 
     name: Username
     kind: UserKind
+    rating: PoolRating | None = None
+    ratings: Annotated[Sequence[PoolRating], Items(0, 64)] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolRating(Struct):
+    """A rating in one game's pool as players see it: Glicko-2 rating and deviation,
+    rounded; ``provisional`` (deviation above 110) is shown with a ``?``. ``games`` and the
+    record are given where a profile or a leaderboard shows them."""
+
+    game: GameKey
+    rating: RatingInt
+    deviation: DeviationInt
+    provisional: Flag
+    games: Count | None = None
+    wins: Count | None = None
+    losses: Count | None = None
+    draws: Count | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RatingUpdate(Struct):
+    """One player's change in a rated game, exactly as stored: the rating the game started
+    from (the deviation grown for the time since their last rated game) and the one it
+    left. Seat order, in ``game_over`` and in records."""
+
+    rating_before: RatingFloat
+    deviation_before: DeviationFloat
+    volatility_before: VolatilityFloat
+    rating_after: RatingFloat
+    deviation_after: DeviationFloat
+    volatility_after: VolatilityFloat
+
+
+RatingUpdates = tuple[RatingUpdate, RatingUpdate]
+"""Seat 0's change, then seat 1's."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RatingPoint(Struct):
+    """A point of a rating history: a player's rating after one rated game."""
+
+    game: GameKey
+    game_id: GameId
+    at_ms: EpochMillis
+    rating: RatingInt
+    deviation: DeviationInt
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Standing(Struct):
+    """One line of a leaderboard or a ladder's standings: rank, and the player with their
+    rating in the pool (``user.rating``)."""
+
+    rank: Annotated[int, Ints(1, MAX_SAFE_INT)]
+    user: User
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,6 +229,10 @@ class Snapshot(Struct):
     ply: Ply
     result: Result | None = None
     seq: Seq
+    rated: Flag | None = None
+    """True for a rated game (absent: casual)."""
+    rating_changes: RatingUpdates | None = None
+    """Both players' rating changes, once a rated game is over."""
 
     def _check(self) -> None:
         check_moves("snapshot", self.moves, self.ply)
@@ -176,6 +252,7 @@ class Summary(Struct):
     ply: Ply
     result: Result | None = None
     created_ms: EpochMillis
+    rated: Flag | None = None
 
     def _check(self) -> None:
         check_result("summary", self.status, self.result)
@@ -195,6 +272,9 @@ class Record(Struct):
     result: Result | None = None
     created_ms: EpochMillis
     ended_ms: EpochMillis | None = None
+    rated: Flag | None = None
+    rating_changes: RatingUpdates | None = None
+    """Both players' rating changes, for a rated game that is over."""
 
     def _check(self) -> None:
         check_moves("record", self.moves)
@@ -210,6 +290,10 @@ class OpenSeek(Struct):
     game: GameKey
     options: Options
     clock: TimeControl
+    rated: Flag | None = None
+    rating_min: RatingInt | None = None
+    rating_max: RatingInt | None = None
+    """Only a player rated within [rating_min, rating_max] in the game's pool is paired."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

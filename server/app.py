@@ -18,6 +18,7 @@ import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import websockets
@@ -29,16 +30,20 @@ from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
 from .games import Games
 from .guests import GuestMaker, sweep_guests_forever
+from .handlers.lobby import start_between
 from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
-from .lobby import Lobby
+from .ladder import Ladder
+from .lobby import Lobby, Member, Offer
 from .logs import AcceptFailureLog
 from .metrics import Metrics
 from .ratelimit import BucketTable
+from .rematch import Rematches
 from .revocation import enforce_revocations
+from .rooms import GameRoom
 from .session import Session
-from .storage import Storage, open_storage, redact_url
+from .storage import GameRatings, Storage, open_storage, redact_url
 from .tasks import Tasks
 from .wsio import Outbox
 
@@ -62,8 +67,13 @@ class App:
         self.guests = GuestMaker(self.store)
         self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
         self.lobby = Lobby(settings)
-        self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn)
+        self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
+                           on_rated=self._rated)
         self.history = History(self.games, self.store)
+        self.rematches = Rematches(self.games, self.lobby, self._start)
+        self.lobby.on_left.append(self.rematches.member_left)
+        self.ladder = Ladder(self.lobby, lambda user_id: bool(self.games.active_of(user_id)),
+                             self._start)
         self.files = open_files_limit()
         self.admission = Admission(settings, self.files, metrics.handshakes_cut.inc)
         self.routes = Routes(metrics, settings, self.admission)
@@ -73,6 +83,14 @@ class App:
         self.account_requests = BucketTable(settings.account_rate, settings.account_burst)
         self.account_chat = BucketTable(settings.chat_rate, settings.chat_burst)
         self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
+
+    async def _start(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
+        return await start_between(self.games, offer, members)
+
+    def _rated(self, room: GameRoom, changes: GameRatings) -> None:
+        """A rated game ended: its players' new ratings, for the lobby and the ladder."""
+        assert room.result is not None
+        self.lobby.rated_game(room.key, changes, room.result.winner, now=datetime.now(UTC))
 
     async def serve_connection(self, ws: ServerConnection) -> None:
         """The websocket handler: one :class:`Session` for the connection's life."""
@@ -161,6 +179,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 app.tasks.spawn(enforce_revocations(app.store, lambda: app.sessions,
                                                     settings.revocation_poll_s),
                                 name="tessera-revocations")
+                app.tasks.spawn(app.ladder.run(settings.ladder_round_s), name="tessera-ladder")
                 app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
                 if settings.guest_ttl_s > 0:
                     app.tasks.spawn(sweep_guests_forever(

@@ -104,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1, help="node processes sharing the port "
                        "(SO_REUSEPORT), supervised (default: 1); above 1 needs --cluster and "
                        "PostgreSQL")
+    serve.add_argument("--rating-period", type=float, default=86_400.0, metavar="SECONDS",
+                       help="a rating deviation grows by one Glicko-2 period's worth per this "
+                            "many seconds without rated games (default: %(default)s, a day; "
+                            "give ratings verify the same)")
+    serve.add_argument("--ladder-round", type=float, default=10.0, metavar="SECONDS",
+                       help="the bot ladder pairs its idle bots this often "
+                            "(default: %(default)s)")
     serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
     _limit_args(serve)
     serve.set_defaults(serve_parser=serve)
@@ -149,6 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
     rt = admin_sub.add_parser("revoke-token", help="revoke a token by id")
     rt.add_argument("token_id", type=int)
     _db_arg(rt)
+
+    ratings = sub.add_parser("ratings", help="check the stored ratings")
+    ratings_sub = ratings.add_subparsers(dest="ratings_command", required=True)
+    verify = ratings_sub.add_parser(
+        "verify", help="recompute every pool from the stored games in order; exit 1 on a "
+                       "difference (docs/RATINGS.md)")
+    verify.add_argument("--rating-period", type=float, default=86_400.0, metavar="SECONDS",
+                        help="the server's --rating-period (default: %(default)s)")
+    _db_arg(verify)
 
     cluster = sub.add_parser("cluster", help="a cluster of nodes on Redis and PostgreSQL")
     cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)
@@ -296,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             origins=args.origin or None, grace_ms=int(args.grace * 1000),
                             max_frame_bytes=args.max_frame, conn_rate=args.rate,
                             conn_burst=args.rate * 2, reuse_port=args.reuse_port,
+                            rating_period_s=args.rating_period,
+                            ladder_round_s=args.ladder_round,
                             address_logins_per_minute=args.logins_per_minute,
                             address_login_burst=args.login_burst,
                             address_guests_per_hour=args.guests_per_hour,
@@ -327,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "dump":
         return asyncio.run(_dump(args, db_url))
+    if args.command == "ratings":
+        return asyncio.run(_verify_ratings(args, db_url))
     return asyncio.run(_admin(args, db_url))
 
 
@@ -355,6 +375,25 @@ async def _dump(args: argparse.Namespace, db_url: str) -> int:
     finally:
         await engine.dispose()
     return 1 if missing else 0
+
+
+async def _verify_ratings(args: argparse.Namespace, db_url: str) -> int:
+    """``tessera ratings verify``: 0 if every stored rating is its recomputation, else 1."""
+    from .ratings.verify import verify
+    from .storage import Store, make_engine, redact_url
+
+    engine = make_engine(db_url)
+    try:
+        store = Store(engine)
+        differences = await verify(store, args.rating_period)
+        updates = len(await store.ratings.updates())
+    finally:
+        await engine.dispose()
+    for line in differences:
+        print(line)
+    print(f"ratings verify: {updates // 2} rated games, {len(differences)} differences "
+          f"({redact_url(db_url)})", file=sys.stderr if differences else sys.stdout)
+    return 1 if differences else 0
 
 
 async def _admin(args: argparse.Namespace, db_url: str) -> int:

@@ -86,3 +86,7 @@ class Settings:
     max_challenges_per_challenger: int = 10  # pending challenges from one user
     max_games_per_user: int = 100  # games in progress per account
     max_watched_per_connection: int = 100  # games one connection watches (not its own)
+    # a rating deviation grows by one Glicko-2 period's worth per this many seconds without
+    # rated games (docs/RATINGS.md); `tessera ratings verify` must be given the same
+    rating_period_s: float = 86_400.0
+    ladder_round_s: float = 10.0  # the bot ladder pairs its idle bots this often

@@ -20,7 +20,7 @@ import protocol as p
 from .clock import GameClock
 from .lifecycle import GameStatus
 from .rooms import GameRoom, Player, RoomContext, ms_to_datetime, now_ms
-from .storage import Conflict, GameCreated, StoredGame, new_game_id
+from .storage import Conflict, GameCreated, GameRatings, StoredGame, new_game_id
 from .wire import epoch_ms, played_moves, result
 
 if TYPE_CHECKING:
@@ -54,15 +54,17 @@ class Games:
     """Every game room of this server (see the module docstring)."""
 
     def __init__(self, settings: Settings, store: Store, writer: CommitQueue,
-                 metrics: Metrics, spawn: Callable[[Coroutine[Any, Any, Any]], object]
-                 ) -> None:
+                 metrics: Metrics, spawn: Callable[[Coroutine[Any, Any, Any]], object],
+                 on_rated: Callable[[GameRoom, GameRatings], None] | None = None) -> None:
         self._store = store
         self._writer = writer
         self._metrics = metrics
         self._context = RoomContext(writer=writer, metrics=metrics,
                                     grace_ms=settings.grace_ms,
                                     event_log_limit=settings.event_log_limit,
-                                    on_finished=self._finished, spawn=spawn)
+                                    on_finished=self._finished, spawn=spawn,
+                                    rating_period_s=settings.rating_period_s,
+                                    on_rated=on_rated)
         self._live: dict[str, GameRoom] = {}
         self._by_user: dict[int, set[GameRoom]] = {}
         self._done: OrderedDict[str, GameRoom] = OrderedDict()
@@ -108,7 +110,8 @@ class Games:
 
     # -- the life of a game ---------------------------------------------------------------------
     async def start(self, game_key: str, options: dict[str, Any], control: p.TimeControl,
-                    players: tuple[Player, Player], seated: list[list[Seated]]) -> GameRoom:
+                    players: tuple[Player, Player], seated: list[list[Seated]], *,
+                    rated: bool = False) -> GameRoom:
         """Create, store and announce a game; ``seated[i]``: the connections of player i."""
         game = engine.get_game(game_key)
         state = game.new(**options)
@@ -120,7 +123,7 @@ class Games:
             item = GameCreated(game_id, game.key, dict(state.options),
                                control.to_wire(), game.rules_version,
                                (players[0].user_id, players[1].user_id), 1, when, when,
-                               epoch)
+                               epoch, rated=rated)
             try:  # through the commit queue: with other games' moves, in one transaction
                 await self._writer.submit(item)
                 break
@@ -129,7 +132,7 @@ class Games:
                     raise  # not a taken random id, then
         room = self.make_room(self._context, game_id=item.game_id, state=state,
                               control=control, players=players, played=[], seq=1,
-                              clock=GameClock(control), created_ms=created)
+                              clock=GameClock(control), created_ms=created, rated=rated)
         room.epoch = epoch
         self._add(room)
         for connections in seated:
@@ -199,7 +202,8 @@ class Games:
             played=played_moves(stored.moves), seq=stored.last_seq,
             clock=GameClock(control, remaining), created_ms=epoch_ms(info.created_at),
             status=GameStatus.of(info.status, state.ply),
-            result=None if live else result(info.winner, info.reason))
+            result=None if live else result(info.winner, info.reason),
+            rated=info.rated, rating_changes=stored.ratings)
         room.move_seqs.update((m.ply, m.seq) for m in stored.moves)
         return room
 

@@ -100,4 +100,5 @@ def _live_summary(room: GameRoom) -> p.Summary:
     players: Any = (room.players[0].wire(), room.players[1].wire())
     return wire.summary(game_id=room.game_id, game=room.key, options=dict(room.state.options),
                         clock=room.control, players=players, status=room.status,
-                        ply=room.state.ply, result=room.result, created_ms=room.created_ms)
+                        ply=room.state.ply, result=room.result, created_ms=room.created_ms,
+                        rated=room.rated)

@@ -2,7 +2,12 @@
 
 Seeks and challenges live in memory only: they are offers, not games, and a restart
 withdraws them (clients see the connection drop and seek again). A seek is paired with the
-oldest compatible seek of another user: same game, same options, same time control.
+oldest compatible seek of another user: same game, same options, same time control, both
+rated or both casual, and each player's rating in the game's pool within the other's
+range (a seek's ``rating_min``/``rating_max``; a player without a rating counts as 1500).
+
+Each member carries their stored ratings (loaded at login, replaced when a rated game of
+theirs ends), so the lobby shows them beside names without asking the database.
 
 Everything a stranger can add here is bounded (docs/RELIABILITY.md, "Bounded structures"):
 open seeks per account, per address and in all; pending challenges per target and per
@@ -18,8 +23,10 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import protocol as p
 from protocol import (
     ChallengeEnded,
     ErrorCode,
@@ -34,8 +41,15 @@ from protocol import (
     event_frame,
 )
 
+from .ratings.glicko2 import DEFAULT
+from .ratings.shown import aged_now, shown
+from .storage import GameRatings, PoolRating
+from .storage.rating_writes import score_of
+
 if TYPE_CHECKING:
     from .config import Settings
+
+DEFAULT_PERIOD_S = 86_400.0
 
 
 @dataclass(eq=False)
@@ -50,16 +64,35 @@ class Member:
     seeks: set[int] = field(default_factory=set)
     challenges_out: set[int] = field(default_factory=set)
     challenges_in: set[int] = field(default_factory=set)
+    ratings: dict[str, PoolRating] = field(default_factory=dict)  # by pool (game key)
+    period_s: float = DEFAULT_PERIOD_S
 
     def wire(self) -> User:
-        return User(name=self.name, kind=self.kind)  # type: ignore[arg-type]
+        """As the online list shows them: with their rating in every pool."""
+        ratings = tuple(shown(pool, self.period_s) for pool in self.ratings.values())
+        return User(name=self.name, kind=self.kind,  # type: ignore[arg-type]
+                    ratings=ratings or None)
+
+    def wire_in(self, game: str) -> User:
+        """As a seek or a game shows them: with their rating in that game's pool."""
+        return User(name=self.name, kind=self.kind,  # type: ignore[arg-type]
+                    rating=self.shown_rating(game))
+
+    def shown_rating(self, game: str) -> p.PoolRating | None:
+        pool = self.ratings.get(game)
+        return None if pool is None else shown(pool, self.period_s)
+
+    def rating_in(self, game: str) -> float:
+        """Their rating in a pool, for pairing (1500 without one)."""
+        pool = self.ratings.get(game)
+        return DEFAULT.rating if pool is None else aged_now(pool, self.period_s).rating
 
     def send(self, frame: bytes) -> None:
         for session in list(self.sessions):
             session.send_frame(frame)
 
 
-OfferKey = tuple[str, tuple[tuple[str, Any], ...], TimeControl]
+OfferKey = tuple[str, tuple[tuple[str, Any], ...], TimeControl, bool]
 
 
 @dataclass(frozen=True)
@@ -69,13 +102,22 @@ class Offer:
     game: str
     options: dict[str, Any]
     clock: TimeControl
+    rated: bool = False
+    rating_min: int | None = None
+    rating_max: int | None = None
 
     def matches(self, other: Offer) -> bool:
-        return (self.game, self.options, self.clock) == (other.game, other.options, other.clock)
+        return ((self.game, self.options, self.clock, self.rated)
+                == (other.game, other.options, other.clock, other.rated))
 
     def key(self) -> OfferKey:
         """Equal for exactly the offers that ``matches`` (the pairing index's key)."""
-        return self.game, tuple(sorted(self.options.items())), self.clock
+        return self.game, tuple(sorted(self.options.items())), self.clock, self.rated
+
+    def admits(self, rating: float) -> bool:
+        """Whether a player rated ``rating`` in this game's pool is within the range."""
+        return ((self.rating_min is None or rating >= self.rating_min)
+                and (self.rating_max is None or rating <= self.rating_max))
 
 
 @dataclass(eq=False)
@@ -87,8 +129,15 @@ class OpenSeekEntry:
     created: float = field(default_factory=time.monotonic)
 
     def wire(self) -> OpenSeek:
-        return OpenSeek(seek_id=self.seek_id, user=self.owner.wire(), game=self.offer.game,
-                        options=self.offer.options, clock=self.offer.clock)
+        offer = self.offer
+        return OpenSeek(seek_id=self.seek_id, user=self.owner.wire_in(offer.game),
+                        game=offer.game, options=offer.options, clock=offer.clock,
+                        rated=offer.rated or None, rating_min=offer.rating_min,
+                        rating_max=offer.rating_max)
+
+    def admits(self, member: Member) -> bool:
+        """Whether ``member`` may take this seek (within its rating range)."""
+        return self.offer.admits(member.rating_in(self.offer.game))
 
 
 @dataclass(eq=False)
@@ -146,6 +195,9 @@ class Lobby:
         self.challenges: dict[int, ChallengeEntry] = {}
         self.subscribers: set[Any] = set()
         self._ids = itertools.count(1)
+        self.rating_period_s = settings.rating_period_s if settings else DEFAULT_PERIOD_S
+        # told of a member whose last connection closed (rematch offers lapse, the ladder)
+        self.on_left: list[Callable[[int], None]] = []
         self.announce_presence = True  # False on a cluster node: its lobby feed does
 
     @property
@@ -153,15 +205,40 @@ class Lobby:
         return self.caps.open_seeks
 
     # -- presence ------------------------------------------------------------------------------
-    def join(self, user_id: int, name: str, kind: str, session: Any) -> Member:
+    def join(self, user_id: int, name: str, kind: str, session: Any,
+             ratings: list[PoolRating] | None = None) -> Member:
+        """A connection logged in as this user; ``ratings``: theirs, as stored now."""
         member = self.members.get(user_id)
         if member is None:
-            member = self.members[user_id] = Member(user_id, name, kind)
+            member = self.members[user_id] = Member(user_id, name, kind,
+                                                    period_s=self.rating_period_s)
+            if ratings is not None:
+                member.ratings = {pool.pool: pool for pool in ratings}
             self._by_name[name.lower()] = member
             if self.announce_presence:
                 self._tell_subscribers(PlayerOnline(user=member.wire()))
+        elif ratings is not None:
+            member.ratings = {pool.pool: pool for pool in ratings}
         member.sessions.add(session)
         return member
+
+    def rated_game(self, pool: str, changes: GameRatings, winner: int | None, *,
+                   now: datetime) -> None:
+        """A rated game ended: its online players' ratings become the game's afters (as
+        the same transaction stored them)."""
+        for change in changes:
+            member = self.members.get(change.user_id)
+            if member is None:
+                continue
+            score = score_of(change.seat, winner)
+            old = member.ratings.get(pool)
+            member.ratings[pool] = PoolRating(
+                user_id=member.user_id, name=member.name, kind=member.kind,  # type: ignore
+                pool=pool, rating=change.after, rated_at=now,
+                games=(old.games if old else 0) + 1,
+                wins=(old.wins if old else 0) + (score == 1.0),
+                losses=(old.losses if old else 0) + (score == 0.0),
+                draws=(old.draws if old else 0) + (score == 0.5))
 
     def leave(self, member: Member, session: Any) -> None:
         """Forget a connection; the member's last one takes their seeks and challenges."""
@@ -180,6 +257,8 @@ class Lobby:
                 self.end_challenge(entry, "cancelled")
         if self.announce_presence:
             self._tell_subscribers(PlayerOffline(name=member.name))
+        for listener in self.on_left:
+            listener(member.user_id)
 
     def by_name(self, name: str) -> Member | None:
         return self._by_name.get(name.lower())
@@ -220,8 +299,10 @@ class Lobby:
         key = offer.key()
         same = self._by_offer.get(key)
         # the oldest of another user's; the owner has at most ``open_seeks`` of them
+        mine = owner.rating_in(offer.game)
         partner = None if same is None else next(
-            (s for s in same.values() if s.owner is not owner and can_play(s.owner)), None)
+            (s for s in same.values() if s.owner is not owner and can_play(s.owner)
+             and s.offer.admits(mine) and offer.admits(s.owner.rating_in(offer.game))), None)
         seek_id = next(self._ids)
         if partner is not None:
             self.remove_seek(partner.seek_id)
@@ -248,6 +329,14 @@ class Lobby:
             raise ProtocolError(f"no open seek {seek_id}", code=ErrorCode.NOT_FOUND)
         if entry.owner is taker:
             raise ProtocolError("you cannot accept your own seek", code=ErrorCode.CONFLICT)
+        if not entry.admits(taker):
+            raise ProtocolError(
+                f"seek {seek_id} is for players rated {entry.offer.rating_min or ''}.."
+                f"{entry.offer.rating_max or ''} in {entry.offer.game}; you are rated "
+                f"{round(taker.rating_in(entry.offer.game))}", code=ErrorCode.FORBIDDEN)
+        if entry.offer.rated and taker.kind == "guest":
+            raise ProtocolError("guests play casual games only: log in to take a rated seek",
+                                code=ErrorCode.FORBIDDEN)
         self._forget_seek(entry)
         return entry
 

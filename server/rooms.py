@@ -31,6 +31,7 @@ from protocol import (
     OpponentBack,
     OpponentLeft,
     PlayedMove,
+    PoolRating,
     ProtocolError,
     Result,
     Snapshot,
@@ -43,7 +44,16 @@ from protocol import Move as MoveRequest
 
 from .clock import GameClock
 from .lifecycle import CLOCK_STARTS_AT_PLY, LIVE, Change, GameStatus, after, allows
-from .storage import ChatSent, GameFinished, MovePlayed, SeqAdvanced, StorageError
+from .storage import (
+    ChatSent,
+    GameFinished,
+    GameRatings,
+    MovePlayed,
+    RatedPlayers,
+    SeqAdvanced,
+    StorageError,
+)
+from .wire import rating_updates
 
 if TYPE_CHECKING:
     from .metrics import Metrics
@@ -90,7 +100,8 @@ class Watched(Protocol):
 class Writer(Protocol):
     """Where a room stores what happens (the commit queue, or a node's fenced view of it)."""
 
-    def submit(self, item: Item) -> Awaitable[None]: ...
+    def submit(self, item: Item) -> Awaitable[GameRatings | None]:
+        """Store ``item``; for a rated game's end, both rating changes made with it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +111,11 @@ class Player:
     user_id: int
     name: str
     kind: str
+    rating: PoolRating | None = None  # in the game's pool, as the game started
 
     def wire(self) -> User:
-        return User(name=self.name, kind=self.kind)  # type: ignore[arg-type]
+        return User(name=self.name, kind=self.kind,  # type: ignore[arg-type]
+                    rating=self.rating)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +128,8 @@ class RoomContext:
     event_log_limit: int
     on_finished: Callable[[GameRoom], None]
     spawn: Callable[[Coroutine[Any, Any, Any]], object]
+    rating_period_s: float = 86_400.0
+    on_rated: Callable[[GameRoom, GameRatings], None] | None = None
 
 
 def refuse(code: str, message: str, game_id: str | None = None) -> ProtocolError:
@@ -138,6 +153,8 @@ class GameRoom:
         created_ms: int,
         status: GameStatus | None = None,
         result: Result | None = None,
+        rated: bool = False,
+        rating_changes: GameRatings | None = None,
     ) -> None:
         self.game_id = game_id
         self.state = state
@@ -150,6 +167,8 @@ class GameRoom:
         self.created_ms = created_ms
         self.status = status if status is not None else GameStatus.of("playing", state.ply)
         self.result = result
+        self.rated = rated
+        self.rating_changes = rating_changes  # once a rated game is over
         self.lock = asyncio.Lock()
         self.listeners: set[Listener] = set()
         self.present: list[set[Listener]] = [set(), set()]
@@ -195,6 +214,8 @@ class GameRoom:
             ply=self.state.ply,
             result=self.result,
             seq=self.seq,
+            rated=self.rated or None,
+            rating_changes=rating_updates(self.rating_changes),
         )
 
     def events_since(self, since_seq: int) -> list[bytes] | None:
@@ -371,10 +392,12 @@ class GameRoom:
         seq = self.seq + 1
         item = MovePlayed(self.game_id, self.state.ply, seq, move_text, seat, used, after_move,
                           ms_to_datetime(now))
+        changes: GameRatings | None = None
         if new_state.is_over:
             finish = GameFinished(self.game_id, new_state.winner, "normal", seq + 1,
-                                  ms_to_datetime(now), "over")
-            await asyncio.gather(self._writer.submit(item), self._writer.submit(finish))
+                                  ms_to_datetime(now), "over", rated=self._rated_players())
+            _, changes = await asyncio.gather(self._writer.submit(item),
+                                              self._writer.submit(finish))
         else:
             await self._writer.submit(item)
         # Stored: now it happened.
@@ -394,7 +417,8 @@ class GameRoom:
             clocks_ms=None if clocks[0] is None or clocks[1] is None
             else (max(0, clocks[0]), max(0, clocks[1])))
         if new_state.is_over:
-            self._ended(new_state.winner, "normal", after(status, Change.END), seq + 1)
+            self._ended(new_state.winner, "normal", after(status, Change.END), seq + 1,
+                        changes)
         else:
             self._arm_timer()
         return seq
@@ -455,19 +479,32 @@ class GameRoom:
             if left is not None:
                 self.clock.remaining[mover] = max(0, left)
         seq = self.seq + 1
-        await self._writer.submit(GameFinished(self.game_id, winner, reason, seq,
-                                               ms_to_datetime(now),
-                                               cast(Any, status.stored)))
-        self._ended(winner, reason, status, seq)
+        changes = await self._writer.submit(GameFinished(
+            self.game_id, winner, reason, seq, ms_to_datetime(now), cast(Any, status.stored),
+            rated=self._rated_players()))
+        self._ended(winner, reason, status, seq, changes)
 
-    def _ended(self, winner: int | None, reason: str, status: GameStatus, seq: int) -> None:
-        """The end is stored as event ``seq``: update the room and tell everyone."""
+    def _rated_players(self) -> RatedPlayers | None:
+        """Who the end of this game rates (None for a casual game)."""
+        if not self.rated:
+            return None
+        return RatedPlayers(self.key, (self.players[0].user_id, self.players[1].user_id),
+                            self._context.rating_period_s)
+
+    def _ended(self, winner: int | None, reason: str, status: GameStatus, seq: int,
+               changes: GameRatings | None = None) -> None:
+        """The end is stored as event ``seq`` (with both rating changes, for a rated game
+        that is over): update the room and tell everyone."""
         self.seq = seq
         self.status = status
         self.result = Result(winner=cast(Any, winner), reason=cast(Any, reason))
+        self.rating_changes = changes
         self.close()
         self.broadcast(GameOver(game_id=self.game_id, seq=self.seq, winner=cast(Any, winner),
-                                reason=cast(Any, reason)))
+                                reason=cast(Any, reason),
+                                rating_changes=rating_updates(changes)))
+        if changes is not None and self._context.on_rated is not None:
+            self._context.on_rated(self, changes)
         self._metrics.games_finished.labels(reason=reason).inc()
         log.info("game over", extra={"game_id": self.game_id, "winner": winner,
                                      "reason": reason, "plies": self.state.ply})

@@ -32,7 +32,7 @@ from .storage import token_digest
 if TYPE_CHECKING:
     from .app import App
     from .lobby import Member
-    from .storage import User
+    from .storage import PoolRating, User
 
 log = logging.getLogger(__name__)
 
@@ -214,10 +214,11 @@ class Session:
         self.send(exc.to_reply(request_id))
 
     # -- the connection's user and games ----------------------------------------------------
-    def login(self, user: User, token: str) -> None:
-        """This connection is now logged in as ``user`` (with ``token``)."""
+    def login(self, user: User, token: str, ratings: list[PoolRating] | None = None) -> None:
+        """This connection is now logged in as ``user`` (with ``token``; ``ratings``:
+        theirs as stored now)."""
         self.user, self.token, self.token_digest = user, token, token_digest(token)
-        self.member = self.app.lobby.join(user.id, user.name, user.kind, self)
+        self.member = self.app.lobby.join(user.id, user.name, user.kind, self, ratings)
 
     def me(self) -> Member:
         """The logged-in member (handlers of authenticated requests only)."""

@@ -15,7 +15,7 @@ from typing import Any, cast
 import protocol as p
 
 from .lifecycle import GameStatus
-from .storage import GameInfo, MoveRecord, StoredGame
+from .storage import GameInfo, GameRatings, MoveRecord, StoredGame
 
 
 def epoch_ms(when: datetime) -> int:
@@ -31,6 +31,18 @@ def result(winner: int | None, reason: str | None) -> p.Result:
     return p.Result(winner=cast(Any, winner), reason=cast(Any, reason or "normal"))
 
 
+def rating_updates(changes: GameRatings | None) -> p.RatingUpdates | None:
+    """Both seats' stored rating changes as the protocol carries them."""
+    if changes is None:
+        return None
+    first, second = (p.RatingUpdate(
+        rating_before=change.before.rating, deviation_before=change.before.deviation,
+        volatility_before=change.before.volatility, rating_after=change.after.rating,
+        deviation_after=change.after.deviation, volatility_after=change.after.volatility)
+        for change in changes)
+    return first, second
+
+
 def played_moves(moves: Iterable[MoveRecord]) -> list[p.PlayedMove]:
     """The played moves of a stored game, in order."""
     return [p.PlayedMove(ply=m.ply, move=m.move, by=cast(Any, m.player), ms_used=m.ms_used,
@@ -39,11 +51,12 @@ def played_moves(moves: Iterable[MoveRecord]) -> list[p.PlayedMove]:
 
 def summary(*, game_id: str, game: str, options: dict[str, Any], clock: p.TimeControl,
             players: tuple[p.User, p.User], status: GameStatus, ply: int,
-            result: p.Result | None, created_ms: int) -> p.Summary:
+            result: p.Result | None, created_ms: int, rated: bool = False) -> p.Summary:
     """One line of a game list, for a live game or a stored one alike."""
     return p.Summary(game_id=game_id, game=game, options=options, clock=clock,
                      players=players, status=cast(Any, status.wire), ply=ply,
-                     result=result if not status.live else None, created_ms=created_ms)
+                     result=result if not status.live else None, created_ms=created_ms,
+                     rated=rated or None)
 
 
 def stored_summary(info: GameInfo) -> p.Summary:
@@ -52,7 +65,8 @@ def stored_summary(info: GameInfo) -> p.Summary:
                    clock=p.time_control_from_map(info.clock),
                    players=players(info.players, info.player_kinds),
                    status=GameStatus.of(info.status, info.plies), ply=info.plies,
-                   result=result(info.winner, info.reason), created_ms=epoch_ms(info.created_at))
+                   result=result(info.winner, info.reason), created_ms=epoch_ms(info.created_at),
+                   rated=info.rated)
 
 
 def record(stored: StoredGame) -> p.Record:
@@ -67,7 +81,8 @@ def record(stored: StoredGame) -> p.Record:
         moves=tuple(played_moves(stored.moves)),
         result=result(info.winner, info.reason) if finished else None,
         created_ms=epoch_ms(info.created_at),
-        ended_ms=epoch_ms(info.ended_at) if info.ended_at else None)
+        ended_ms=epoch_ms(info.ended_at) if info.ended_at else None,
+        rated=info.rated or None, rating_changes=rating_updates(stored.ratings))
 
 
 def stored_snapshot(stored: StoredGame) -> p.Snapshot:
@@ -78,4 +93,4 @@ def stored_snapshot(stored: StoredGame) -> p.Snapshot:
         game_id=wire.game_id, game=wire.game, options=wire.options, clock=wire.clock,
         players=wire.players, status=wire.status, moves=wire.moves, clocks_ms=None,
         to_move=cast(Any, len(wire.moves) % 2), ply=len(wire.moves), result=wire.result,
-        seq=max(1, stored.last_seq))
+        seq=max(1, stored.last_seq), rated=wire.rated, rating_changes=wire.rating_changes)

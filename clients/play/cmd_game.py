@@ -154,3 +154,20 @@ async def unwatch(client: PlayClient, args: str) -> None:
         if games.current == view.game_id:
             games.current = None
     client.say(f"Stopped watching {view.game_id}.")
+
+
+@command("rematch", "rematch [decline] [GAME]",
+         "offer (or accept) a rematch of your last finished game, colours swapped; "
+         "'rematch decline' refuses or withdraws the offer")
+async def rematch(client: PlayClient, args: str) -> None:
+    words = args.split()
+    decline = bool(words) and words[0].lower() in ("decline", "no")
+    if decline:
+        words = words[1:]
+    game_id = words[0] if words else client.games.last_over
+    if game_id is None:
+        raise UsageError("rematch which game? none of yours has ended here yet")
+    if decline:
+        await client.call(p.DeclineRematch, game_id=game_id)
+        return
+    await client.call(p.OfferRematch, game_id=game_id)  # accepts one already offered

@@ -1,5 +1,5 @@
 """Commands about stored and current games on the server: ``games``, ``history``, ``more``,
-``replay``."""
+``replay``; and ratings: ``leaderboard``, ``profile``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import protocol as p
 from clients import render
 from clients.fetch import get_record
+from clients.offers import OfferError, find_game
 from clients.play.commands import UsageError, command
 from clients.records import RESULTS, match_record_from_wire, utc_date
 from clients.replay import Replayer, run_viewer
@@ -64,3 +65,35 @@ async def replay(client: PlayClient, args: str) -> None:
     record = await get_record(client.link.live(), args)
     await run_viewer(Replayer(match_record_from_wire(record), color=client.color), client.term)
     client.say("(left the replay)")
+
+
+@command("leaderboard", "leaderboard GAME [humans]",
+         "the best established ratings of a game ('humans': without bots)", "top")
+async def leaderboard(client: PlayClient, args: str) -> None:
+    words = args.split()
+    if not words:
+        raise UsageError("usage: leaderboard GAME [humans]")
+    try:
+        game = find_game(words[0])
+    except OfferError as exc:
+        raise UsageError(str(exc)) from None
+    humans = len(words) > 1 and words[1].lower() in ("humans", "nobots")
+    reply = await client.call(p.GetLeaderboard, game=game, bots=False if humans else None)
+    assert isinstance(reply, p.LeaderboardPage)
+    if not reply.standings:
+        client.say(f"No established {game} ratings yet (a rating shown with ? is provisional "
+                   "and not listed).")
+    for line in render.standings_lines(reply.standings):
+        client.say(line)
+
+
+@command("profile", "profile [NAME]", "a player's ratings, record and rating history "
+         "(yours by default)")
+async def profile(client: PlayClient, args: str) -> None:
+    name = args.split()[0] if args.split() else client.my_name()
+    if name is None:
+        raise UsageError("usage: profile NAME")
+    reply = await client.call(p.GetProfile, name=name)
+    assert isinstance(reply, p.ProfileInfo)
+    for line in render.profile_lines(reply):
+        client.say(line)

@@ -36,8 +36,9 @@ async def seeks(client: PlayClient, args: str) -> None:
         return
     for s in lobby.seeks:
         mine = " (yours)" if client.lobby.is_me(s.user) else ""
-        client.say(f"  #{s.seek_id:<4} {s.user.name:<20} "
-                   f"{render.describe_offer(s.game, s.options, s.clock)}{mine}")
+        client.say(f"  #{s.seek_id:<4} {render.user_label(s.user, s.game):<26} "
+                   f"{render.describe_offer(s.game, s.options, s.clock)}"
+                   f"{render.seek_terms(s)}{mine}")
 
 
 @command("who", "who", "list the players and bots online", "players")
@@ -46,39 +47,45 @@ async def who(client: PlayClient, args: str) -> None:
     groups: dict[str, list[str]] = {"human": [], "guest": [], "bot": []}
     for u in lobby.players:
         you = " (you)" if client.lobby.is_me(u) else ""
-        groups.setdefault(u.kind, []).append(u.name + you)
+        rated = f" [{render.ratings_text(u.ratings)}]" if u.ratings else ""
+        groups.setdefault(u.kind, []).append(u.name + you + rated)
     for kind, label in (("human", "players"), ("guest", "guests"), ("bot", "bots")):
         names = ", ".join(sorted(groups[kind], key=str.lower)) or "none"
         client.say(f"  {label}: {names}")
 
 
-@command("seek", "seek GAME [OPTION=VALUE ...] [TIME]",
+@command("seek", "seek GAME [OPTION=VALUE ...] [TIME] [rated [LOW-HIGH]]",
          "offer a game to anyone, e.g. seek hadron size=5 5m+3s (TIME: 5m+3s, 30s/move, "
-         "3d/move, unlimited)")
+         "3d/move, unlimited) - add 'rated' for a rated game, and a rating range: 1400-1800")
 async def seek(client: PlayClient, args: str) -> None:
     offer = offer_of(args.split())
+    low, high = offer.rating_range
     reply = await client.call(p.Seek, game=offer.game, options=offer.options,
-                              clock=offer.clock)
+                              clock=offer.clock, rated=offer.rated or None, rating_min=low,
+                              rating_max=high)
     assert isinstance(reply, p.SeekCreated)
     client.lobby.my_seeks.add(reply.seek_id)
     client.say(f"Seek #{reply.seek_id} is open: "
-               f"{render.describe_offer(offer.game, offer.options, offer.clock)}. "
+               f"{render.describe_offer(offer.game, offer.options, offer.clock)}"
+               f"{' rated' if offer.rated else ''}. "
                "Waiting for an opponent ('cancel' withdraws it).")
 
 
-@command("challenge", "challenge USER GAME [OPTION=VALUE ...] [TIME] [color=COLOUR]",
-         "offer a game to one player, e.g. challenge bob xodd size=9 10m+5s color=black")
+@command("challenge", "challenge USER GAME [OPTION=VALUE ...] [TIME] [color=COLOUR] [rated]",
+         "offer a game to one player, e.g. challenge bob xodd size=9 10m+5s color=black rated")
 async def challenge(client: PlayClient, args: str) -> None:
     words = args.split()
     if len(words) < 2:
         raise UsageError("usage: " + COMMANDS["challenge"].usage)
     offer = offer_of(words[1:], allow_color=True)
     reply = await client.call(p.Challenge, to=words[0], game=offer.game,
-                              options=offer.options, clock=offer.clock, color=offer.color)
+                              options=offer.options, clock=offer.clock, color=offer.color,
+                              rated=offer.rated or None)
     assert isinstance(reply, p.ChallengeCreated)
     client.lobby.challenges_out[reply.challenge_id] = words[0]
     client.say(f"Challenge #{reply.challenge_id} sent to {words[0]}: "
-               f"{render.describe_offer(offer.game, offer.options, offer.clock)}.")
+               f"{render.describe_offer(offer.game, offer.options, offer.clock)}"
+               f"{' rated' if offer.rated else ''}.")
 
 
 @command("bot", "bot NAME GAME [OPTION=VALUE ...] [TIME] [color=COLOUR] [think=S]",

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import engine
 import protocol as p
+from clients import render
 from clients.connection import Disconnected, ServerError
 from clients.live import GameView
 from clients.play.commands import UsageError
@@ -38,6 +39,7 @@ class Games:
         self.current: str | None = None
         self.seqs = p.GameSeqs()
         self.unsent: tuple[str, int, str] | None = None  # a move lost in a dropped connection
+        self.last_over: str | None = None  # our last game that ended: 'rematch' is about it
 
     # -- questions ----------------------------------------------------------------------------
     def view(self, game_id: str | None = None) -> GameView | None:
@@ -205,8 +207,29 @@ class Games:
             mine = " You won!" if ev.winner == view.me else " You lost."
         self.say(f"{self.tag(ev.game_id)}Game over: {view.result_text()}{mine} "
                  f"(replay {ev.game_id} to see it again)")
+        if ev.rating_changes is not None:
+            self.say("Ratings: " + ", ".join(
+                f"{user.name} {render.change_text(change)}"
+                for user, change in zip(view.players, ev.rating_changes, strict=True)))
+        if view.me is not None:
+            self.last_over = ev.game_id
         self.bots.game_over(ev.game_id)
         self.tell_waiting()
+
+    async def on_rematch_offered(self, ev: p.RematchOffered) -> None:
+        view = self.views.get(ev.game_id)
+        if view is None or view.me is None:
+            return
+        self.last_over = ev.game_id
+        if ev.by == view.me:
+            self.say(f"Rematch offered to {view.players[1 - ev.by].name}; waiting.")
+        else:
+            self.say(f"{view.players[ev.by].name} offers a rematch (colours swapped): "
+                     "'rematch' accepts, 'rematch decline' declines.")
+
+    async def on_rematch_ended(self, ev: p.RematchEnded) -> None:
+        if ev.reason != "accepted":
+            self.say(f"The rematch offer of game {ev.game_id} {ev.reason}.")
 
     async def on_chat_message(self, ev: p.ChatMessage) -> None:
         view = self.views.get(ev.game_id)

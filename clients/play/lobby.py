@@ -59,9 +59,10 @@ class Lobby:
     async def on_seek_added(self, ev: p.SeekAdded) -> None:
         self.seeks[ev.seek.seek_id] = ev.seek
         if not self.busy() and not self.is_me(ev.seek.user):
-            self.say(f"New seek #{ev.seek.seek_id} by {ev.seek.user.name}: "
+            self.say(f"New seek #{ev.seek.seek_id} by "
+                     f"{render.user_label(ev.seek.user, ev.seek.game)}: "
                      f"{render.describe_offer(ev.seek.game, ev.seek.options, ev.seek.clock)}"
-                     f" (accept {ev.seek.seek_id})")
+                     f"{render.seek_terms(ev.seek)} (accept {ev.seek.seek_id})")
 
     async def on_seek_removed(self, ev: p.SeekRemoved) -> None:
         self.seeks.pop(ev.seek_id, None)
@@ -81,8 +82,9 @@ class Lobby:
         self.challenges_in[ev.challenge_id] = ev
         colour = ("a random colour" if ev.color == "random"
                   else engine.get_game(ev.game).players[1 - int(ev.color)])
-        self.say(f"{ev.from_.name} challenges you to "
-                 f"{render.describe_offer(ev.game, ev.options, ev.clock)}; you would play "
+        self.say(f"{render.user_label(ev.from_, ev.game)} challenges you to "
+                 f"{render.describe_offer(ev.game, ev.options, ev.clock)}"
+                 f"{' rated' if ev.rated else ''}; you would play "
                  f"{colour}. Type 'accept {ev.challenge_id}' or 'decline {ev.challenge_id}'.")
 
     async def on_challenge_ended(self, ev: p.ChallengeEnded) -> None:

@@ -100,7 +100,7 @@ class ChallengeDesk:
     def on_challenge_received(self, ch: p.ChallengeReceived) -> None:
         sender = ch.from_.name
         policy = self.policy()
-        reason = policy.refusal(sender, ch.game, ch.options, ch.clock)
+        reason = policy.refusal(sender, ch.game, ch.options, ch.clock, bool(ch.rated))
         if reason is None and self.stopping():
             reason = "the bot is shutting down"
         busy = self.games_in_progress() + self.pending_accepts()

@@ -37,7 +37,7 @@ from typing import Any
 from clients.bots import BOTS, Bot, make_bot
 from clients.connection import DEFAULT_URL
 
-from .policy import DEFAULT_TIME_CONTROLS, Policy, names
+from .policy import DEFAULT_TIME_CONTROLS, RATED_CHOICES, Policy, names
 from .runner import BotRunner, BotSource, FatalError
 from .specs import parse_game_rules, parse_seek
 
@@ -72,6 +72,15 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     pol.add_argument("--accept-from", default="any", metavar="WHO",
                      help="whose challenges to accept: any, none, or names "
                           "separated by commas (default: any)")
+    pol.add_argument("--rated", choices=RATED_CHOICES, default="any",
+                     help="challenges to accept by their rated flag: any (default), rated "
+                          "only, or casual only")
+    pol.add_argument("--rematch", action="store_true",
+                     help="accept a rematch an opponent offers (when a game slot is free)")
+    pol.add_argument("--ladder", default="", metavar="GAMES",
+                     help="join the server's bot ladder of these games, e.g. hadron,xodd: "
+                          "rated games against other ladder bots, paired by the server "
+                          "(docs/RATINGS.md)")
     pol.add_argument("--seek", action="append", default=[], metavar="SPEC",
                      help="keep a seek open while a game slot is free, e.g. "
                           "'hadron size=5 2s/move' or 'xodd 5m+3s' (repeatable)")
@@ -99,7 +108,9 @@ def policy_from_args(args: argparse.Namespace) -> Policy:
                       for k in args.time_controls.split(",") if k.strip())
     return Policy(games=parse_game_rules(args.games), time_controls=kinds,
                   min_think_s=args.min_think, max_games=args.max_games,
-                  accept_from=accept_from, seeks=tuple(parse_seek(s) for s in args.seek))
+                  accept_from=accept_from, seeks=tuple(parse_seek(s) for s in args.seek),
+                  rated=args.rated, rematches=args.rematch,
+                  ladder=tuple(g.strip() for g in args.ladder.split(",") if g.strip()))
 
 
 def token_from_args(args: argparse.Namespace) -> str | None:

@@ -77,6 +77,10 @@ class Results:
     def ended(self, game_id: str) -> bool:
         return game_id in self._ended
 
+    def result_of(self, game_id: str) -> GameResult | None:
+        """The result of a game ended lately (None if unknown or not played)."""
+        return self._ended.get(game_id)
+
     def add(self, game_id: str, result: GameResult | None) -> None:
         """Game ``game_id`` ended (``result`` None: it could not be played)."""
         self._ended[game_id] = result

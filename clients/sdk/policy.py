@@ -7,7 +7,9 @@
 A challenge is accepted when :meth:`Policy.refusal` finds nothing against it and the bot
 plays fewer than ``max_games`` games; otherwise it is declined (the challenger sees
 ``challenge_ended`` with ``declined``). The runner keeps the ``seeks`` open while it has
-free game slots.
+free game slots. ``rated`` says which challenges it takes by that flag (any, only rated,
+only casual); ``rematches`` whether it accepts a rematch an opponent offers (when a slot is
+free); ``ladder`` the games whose bot ladder it joins (docs/RATINGS.md).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import protocol as p
 
 from .specs import GameRules, SeekSpec, budget_for, format_game_rules
 
+RATED_CHOICES = ("any", "rated", "casual")
 DEFAULT_TIME_CONTROLS = frozenset({"fischer", "per_move", "unlimited"})
 """Real-time play: correspondence games (days per move) are declined unless allowed."""
 
@@ -51,20 +54,30 @@ class Policy:
     max_games: int = 1
     accept_from: frozenset[str] | None = None
     seeks: tuple[SeekSpec, ...] = ()
+    rated: str = "any"
+    rematches: bool = False
+    ladder: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_games < 1:
             raise ValueError("max_games must be at least 1")
+        if self.rated not in RATED_CHOICES:
+            raise ValueError(f"rated must be one of {', '.join(RATED_CHOICES)}, "
+                             f"not {self.rated!r}")
         unknown = set(self.time_controls) - {"fischer", "per_move", "correspondence",
                                               "unlimited"}
         if unknown:
             raise ValueError(f"unknown time control kinds: {', '.join(sorted(unknown))}")
 
     def refusal(self, sender: str, game: str, options: Mapping[str, Any],
-                clock: p.TimeControl) -> str | None:
+                clock: p.TimeControl, rated: bool = False) -> str | None:
         """Why a challenge from ``sender`` is declined, or None if the policy allows it."""
         if self.accept_from is not None and sender.lower() not in self.accept_from:
             return f"challenges from {sender} are not accepted"
+        if self.rated == "rated" and not rated:
+            return "only rated games are played"
+        if self.rated == "casual" and rated:
+            return "only casual games are played"
         if self.games is not None:
             rules = self.games.get(game)
             if rules is None:
@@ -89,4 +102,6 @@ class Policy:
         seeks = "; ".join(str(s) for s in self.seeks) or "none"
         return (f"games {format_game_rules(self.games)}; clocks "
                 f"{','.join(sorted(self.time_controls))}; at most {self.max_games} at once; "
-                f"challenges from {who}; seeks: {seeks}")
+                f"challenges from {who} ({self.rated}); seeks: {seeks}; rematches "
+                f"{'accepted' if self.rematches else 'declined'}; ladder: "
+                f"{','.join(self.ladder) or 'no'}")

@@ -176,7 +176,26 @@ class BotRunner:
         for game in self.games.values():
             if not game.over:
                 game.inbox.put_nowait(Resync())
+        if self.policy.ladder and not self.stopping:  # the server forgets it on a disconnect
+            self.spawn(self._join_ladder())
 
+    async def _join_ladder(self) -> None:
+        try:
+            await self.request(p.LadderJoin, games=self.policy.ladder)
+            log.info("on the ladder of %s", ", ".join(self.policy.ladder))
+        except Exception as exc:
+            log.error("could not join the ladder: %s", exc)
+
+    async def _answer_rematch(self, event: p.RematchOffered) -> None:
+        """Accept an opponent's rematch offer if the policy says so and a slot is free."""
+        accept = (self.policy.rematches and not self.stopping
+                  and self.active() < self.policy.max_games)
+        kind = p.AcceptRematch if accept else p.DeclineRematch
+        try:
+            await self.request(kind, game_id=event.game_id)
+        except Exception as exc:  # e.g. our own offer, or it lapsed meanwhile
+            log.info("rematch of %s not %s: %s", event.game_id,
+                     "accepted" if accept else "declined", exc)
     def _on_event(self, event: p.ServerMessage) -> None:
         try:
             events.dispatch(event, self.router, self.challenges, self.seeks)
@@ -262,4 +281,10 @@ class EventRouter:
     def on_error(self, event: p.ErrorReply) -> None:  # answers a request it could not read
         log.warning("server error for no known request: %s: %s", event.code, event.message)
 
+    def on_rematch_offered(self, event: p.RematchOffered) -> None:
+        result = self.runner.finished.result_of(event.game_id)
+        if result is None or result.seat != event.by:  # not our own offer
+            self.runner.spawn(self.runner._answer_rematch(event))
+
     on_seek_added = on_seek_removed = on_player_online = on_player_offline = events.ignore
+    on_rematch_ended = events.ignore

@@ -6,11 +6,10 @@ row scan the whole referencing table, on SQLite and PostgreSQL alike; ``chat.use
 the only such column (``games.player0_id``/``player1_id`` lead indexes of their own,
 ``api_tokens.user_id`` has one). The sweep also asks which guests never chatted.
 
-Revises 0003 in this branch; 0004 (ratings) is numbered before it: when both are merged,
-this revision's ``down_revision`` becomes "0004".
+It follows 0004 (ratings), which was numbered before it.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-12-01
 """
 
@@ -21,7 +20,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0005"
-down_revision: str | Sequence[str] | None = "0003"
+down_revision: str | Sequence[str] | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

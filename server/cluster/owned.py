@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from protocol import ErrorCode, ProtocolError
 from protocol import Move as MoveRequest
 from server.rooms import GameRoom, Writer
-from server.storage import Item, StaleEpoch
+from server.storage import GameRatings, Item, StaleEpoch
 
 from .remote import EVENT, FINAL
 
@@ -58,22 +58,22 @@ class FencedWriter:
         self._room = room
         self._owner = owner
 
-    def submit(self, item: Item) -> Awaitable[None]:
+    def submit(self, item: Item) -> Awaitable[GameRatings | None]:
         if self._owner.holds(self._room.game_id):
             return self._submit(item)
         return self._submit_unconfirmed(item)
 
-    async def _submit_unconfirmed(self, item: Item) -> None:
+    async def _submit_unconfirmed(self, item: Item) -> GameRatings | None:
         room = self._room
         if not await self._owner.confirm(room.game_id):
             self._owner.lost(room.game_id, "lease not held")
             raise StaleEpoch(f"game {room.game_id!r}: this node's lease is not confirmed; "
                              "not written")
-        await self._submit(item)
+        return await self._submit(item)
 
-    async def _submit(self, item: Item) -> None:
+    async def _submit(self, item: Item) -> GameRatings | None:
         try:
-            await self._writer.submit(dataclasses.replace(item, epoch=self._room.epoch))
+            return await self._writer.submit(dataclasses.replace(item, epoch=self._room.epoch))
         except StaleEpoch:
             self._owner.lost(self._room.game_id, "stale epoch")
             raise

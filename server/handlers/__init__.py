@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import protocol as p
 
-from . import account, archive, lobby, play, positions, watch
+from . import account, archive, lobby, play, positions, ratings, watch
 
 if TYPE_CHECKING:
     from ..session import Session
 
 Handler = Callable[["Session", Any], Awaitable[p.ServerMessage | None]]
 
-MODULES: tuple[ModuleType, ...] = (account, lobby, play, watch, archive, positions)
+MODULES: tuple[ModuleType, ...] = (account, lobby, play, watch, archive, positions, ratings)
 
 
 def dispatch_table(modules: tuple[ModuleType, ...] = MODULES) -> dict[type, Handler]:

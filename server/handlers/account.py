@@ -48,14 +48,16 @@ async def on_auth_token(s: Session, m: p.AuthToken) -> p.ServerMessage:
 
 
 async def _authed(s: Session, request_id: int, user: User, token: str) -> p.ServerMessage:
-    s.login(user, token)
+    ratings = ([] if user.kind == "guest"
+               else (await s.app.store.ratings.of_users([user.id]))[user.id])
+    s.login(user, token, ratings)
     if s.app.cluster is not None and s.member is not None and len(s.member.sessions) == 1:
         await s.app.cluster.lobby.joined(s.member)
     # attached by resume, not here; a cluster's games may be run by other nodes
     active = ([room.game_id for room in s.app.games.active_of(user.id)]
               if s.app.cluster is None else await s.app.cluster.active_games(user.id))
     log.info("authenticated", extra={"peer": s.peer, "user": user.name, "kind": user.kind})
-    return p.Authed(id=request_id, user=p.User(name=user.name, kind=user.kind),
+    return p.Authed(id=request_id, user=s.me().wire(),
                     session_token=token, active_games=tuple(active))
 
 

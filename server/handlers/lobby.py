@@ -17,6 +17,7 @@ from ..ratelimit import address_key
 from ..rooms import GameRoom, Player
 
 if TYPE_CHECKING:
+    from ..games import Games
     from ..session import Session
 
 
@@ -35,10 +36,37 @@ async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMes
     return p.Ok(id=m.id)
 
 
+def check_rated(offer: Offer, *members: Member) -> None:
+    """A rated offer needs a clock and no guest (ProtocolError saying why otherwise)."""
+    if not offer.rated:
+        return
+    if isinstance(offer.clock, p.Unlimited):
+        raise p.ProtocolError("a game without a clock is casual: leave out rated, or pick "
+                              "a clock", code=p.ErrorCode.BAD_REQUEST)
+    for member in members:
+        if member.kind == "guest":
+            who = "you are" if member is members[0] else f"{member.name} is"
+            raise p.ProtocolError(f"guests play casual games only ({who} a guest): leave "
+                                  "out rated, or log in", code=p.ErrorCode.FORBIDDEN)
+
+
+def refuse_rated_on_a_cluster(rated: bool | None) -> None:
+    """A cluster's lobby (server.cluster.lobby) does not carry the rated flag yet: a rated
+    offer is refused there rather than played casual (docs/RATINGS.md, "Limits")."""
+    if rated:
+        raise p.ProtocolError("rated games are not offered on a cluster yet: leave out rated",
+                              code=p.ErrorCode.BAD_REQUEST)
+
+
 async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
     if s.app.cluster is not None:  # offers and presence across nodes
+        refuse_rated_on_a_cluster(m.rated)
         return await s.app.cluster.lobby.seek(s, m)
-    offer = Offer(m.game, dict(m.options), m.clock)
+    if m.rating_min is not None and m.rating_max is not None and m.rating_min > m.rating_max:
+        raise p.BadRequest("seek: rating_min is above rating_max", request_id=m.id)
+    offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated), m.rating_min,
+                  m.rating_max)
+    check_rated(offer, s.me())
     check_can_play(s, s.me())
     seek_id, partner = s.app.lobby.add_seek(s.me(), offer, address_key(s.peer),
                                             lambda member: can_play(s, member))
@@ -74,18 +102,20 @@ async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
 
 async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
     if s.app.cluster is not None:  # offers and presence across nodes
+        refuse_rated_on_a_cluster(m.rated)
         return await s.app.cluster.lobby.challenge(s, m)
     lobby = s.app.lobby
     target = lobby.by_name(m.to)
     if target is None:
         raise p.ProtocolError(f"{m.to} is not online", code=p.ErrorCode.NOT_FOUND)
+    offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated))
+    check_rated(offer, s.me(), target)
     check_can_play(s, s.me())
     check_can_play(s, target)
-    entry = lobby.add_challenge(s.me(), target, Offer(m.game, dict(m.options), m.clock),
-                                m.color)
+    entry = lobby.add_challenge(s.me(), target, offer, m.color)
     target.send(p.event_frame(p.ChallengeReceived(
-        challenge_id=entry.challenge_id, from_=s.me().wire(), game=m.game,
-        options=dict(m.options), clock=m.clock, color=m.color)))
+        challenge_id=entry.challenge_id, from_=s.me().wire_in(m.game), game=m.game,
+        options=dict(m.options), clock=m.clock, color=m.color, rated=m.rated or None)))
     return p.ChallengeCreated(id=m.id, challenge_id=entry.challenge_id)
 
 
@@ -130,10 +160,19 @@ async def on_cancel_challenge(s: Session, m: p.CancelChallenge) -> p.ServerMessa
 
 async def start_game(s: Session, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
     """Start a game between two online members (the first takes seat 0)."""
-    players = (Player(members[0].user_id, members[0].name, members[0].kind),
-               Player(members[1].user_id, members[1].name, members[1].kind))
-    return await s.app.games.start(offer.game, offer.options, offer.clock, players,
-                                   [list(member.sessions) for member in members])
+    return await start_between(s.app.games, offer, members)
+
+
+async def start_between(games: Games, offer: Offer, members: tuple[Member, Member]
+                        ) -> GameRoom:
+    """Start ``offer`` between two online members (the first takes seat 0), each shown
+    with their rating in the game's pool."""
+    players = tuple(Player(member.user_id, member.name, member.kind,
+                           member.shown_rating(offer.game)) for member in members)
+    return await games.start(offer.game, offer.options, offer.clock,
+                             (players[0], players[1]),
+                             [list(member.sessions) for member in members],
+                             rated=offer.rated)
 
 
 def can_play(s: Session, member: Member) -> bool:

@@ -8,6 +8,8 @@ The modules, each small:
     repo     ``Store``: users, tokens, creating games, history listing, game records
     items    what the commit queue stores: game starts, moves, chat, seq advances, game ends
     writer   ``CommitQueue``: group commit of moves, chat and game ends (the hot path)
+    rating_writes  a rated game's two rating updates, in the transaction of its end
+    rating_reads   ratings by player and pool, leaderboards, histories, a game's changes
     statements  how a batch is written: Core (the reference) or, on a SQLite file, SQL
              text in a thread of its own, chosen when storage opens
     records  the frozen values returned; ``errors`` the exceptions (root ``StorageError``)
@@ -48,15 +50,28 @@ from .errors import (
     WriteFailed,
     WriterClosed,
 )
-from .items import ChatSent, GameCreated, GameFinished, Item, MovePlayed, SeqAdvanced
+from .items import (
+    ChatSent,
+    GameCreated,
+    GameFinished,
+    Item,
+    MovePlayed,
+    RatedPlayers,
+    SeqAdvanced,
+)
 from .migrate import current_revision, downgrade, head_revision, upgrade
+from .rating_reads import RatingReads, StoredUpdate
 from .records import (
     ChatRecord,
     FinishedStatus,
     GameInfo,
     GamePage,
+    GameRatings,
     GameStatus,
     MoveRecord,
+    PoolRating,
+    RatingChange,
+    RatingPoint,
     StoredGame,
     Token,
     TokenKind,
@@ -81,12 +96,18 @@ __all__ = [
     "GameInfo",
     "GameNotPlaying",
     "GamePage",
+    "GameRatings",
     "GameStatus",
     "InvalidCursor",
     "Item",
     "MovePlayed",
     "MoveRecord",
     "NameTaken",
+    "PoolRating",
+    "RatedPlayers",
+    "RatingChange",
+    "RatingPoint",
+    "RatingReads",
     "SeqAdvanced",
     "SqliteSynchronous",
     "SqliteThreadWriter",
@@ -95,6 +116,7 @@ __all__ = [
     "StorageError",
     "Store",
     "StoredGame",
+    "StoredUpdate",
     "Token",
     "TokenKind",
     "User",

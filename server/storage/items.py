@@ -3,7 +3,9 @@
 A game's life in the database is a handful of kinds of write: its start (``GameCreated``),
 its moves (``MovePlayed``), chat (``ChatSent``), event numbers with no row of their own
 (``SeqAdvanced``) and its end (``GameFinished``). Each is validated when it is made, so a
-value that reaches the database is one the schema can take.
+value that reaches the database is one the schema can take. The end of a rated game
+carries its players (``RatedPlayers``): both rating updates are made and stored in the
+transaction that stores the end (``rating_writes``), so they happen exactly once.
 
 Each item may carry the ``epoch`` its writer holds the game at (a cluster node,
 docs/SCALING.md section 4; a new game is created at epoch 0): the write is then *fenced*
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .models import GameRow, MoveRow, check_fits
+from .models import GameRow, MoveRow, RatingRow, check_fits
 from .records import FinishedStatus
 
 
@@ -66,6 +68,7 @@ class GameCreated:
     created_at: datetime
     started_at: datetime
     epoch: int | None = None
+    rated: bool = False
 
     def __post_init__(self) -> None:
         check_fits(GameRow, "id", self.game_id)
@@ -93,8 +96,28 @@ class ChatSent:
 
 
 @dataclass(frozen=True, slots=True)
+class RatedPlayers:
+    """Who a rated game's end rates: the pool (its game key), the players by seat, and the
+    rating period's length (the deviation grows by one period's worth each ``period_s``)."""
+
+    pool: str
+    player_ids: tuple[int, int]
+    period_s: float
+
+    def __post_init__(self) -> None:
+        check_fits(RatingRow, "pool", self.pool)
+        if self.player_ids[0] == self.player_ids[1]:
+            raise ValueError("a rated game has two different players")
+        if not self.period_s > 0:
+            raise ValueError(f"a rating period lasts more than 0 s, not {self.period_s!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class GameFinished:
-    """The end of a game: ``winner`` is a seat or None; ``status`` over or aborted."""
+    """The end of a game: ``winner`` is a seat or None; ``status`` over or aborted.
+
+    ``rated``: the players to rate if the game ends ``over`` (an aborted game rates no one).
+    """
 
     game_id: str
     winner: int | None
@@ -103,6 +126,7 @@ class GameFinished:
     ended_at: datetime
     status: FinishedStatus = "over"
     epoch: int | None = None
+    rated: RatedPlayers | None = None
 
     def __post_init__(self) -> None:
         if self.status not in ("over", "aborted"):

@@ -1,10 +1,16 @@
-"""The database schema: one DeclarativeBase and five tables.
+"""The database schema: one DeclarativeBase and seven tables.
 
-    users       accounts: humans, guests and bots; names unique case-insensitively
-    api_tokens  login sessions and bot tokens, stored only as sha256 digests
-    games       one row per game: who, what, options, clock settings, result
-    moves       the move list, the source of truth for positions and clocks
-    chat        chat lines said in a game
+    users         accounts: humans, guests and bots; names unique case-insensitively
+    api_tokens    login sessions and bot tokens, stored only as sha256 digests
+    games         one row per game: who, what, options, clock settings, result, rated
+    moves         the move list, the source of truth for positions and clocks
+    chat          chat lines said in a game
+    ratings       a player's Glicko-2 rating in one pool (a game key), with their record
+    game_ratings  per rated game and seat: the rating before and after it (the history)
+
+A rating row is derived data kept for speed: it always equals the fold of its player's
+``game_ratings`` rows, which are written with the rating in the transaction that finishes
+the game (``tessera ratings verify`` recomputes every pool from the stored games).
 
 Positions are never stored: they are a fold of the move list. Clocks are not stored on the
 game either: each move records the time its player used and that player's remaining time
@@ -28,8 +34,10 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
+    Double,
     ForeignKey,
     Index,
     MetaData,
@@ -188,6 +196,8 @@ class GameRow(Base):
     last_seq: Mapped[int] = mapped_column(default=0, server_default=text("0"))
     # the fencing token of the game's owner in a cluster: bumped by each takeover
     epoch: Mapped[int] = mapped_column(default=0, server_default=text("0"))
+    # a rated game changes both players' ratings when it ends (not when aborted)
+    rated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
 
 
 class MoveRow(Base):
@@ -226,3 +236,60 @@ class ChatRow(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     text: Mapped[str] = mapped_column(Text)
     sent_at: Mapped[datetime]
+
+
+class RatingRow(Base):
+    """A player's rating in one pool (a game key): Glicko-2, on the Glicko scale.
+
+    ``rated_at`` is when their last rated game in the pool ended: the deviation grows with
+    the time since (``server.ratings.glicko2.age``). ``games`` counts their rated games.
+    """
+
+    __tablename__ = "ratings"
+    __table_args__ = (
+        CheckConstraint("deviation > 0", name="deviation"),
+        CheckConstraint("volatility > 0", name="volatility"),
+        Index("ix_ratings_pool_rating", "pool", "rating"),
+    )
+
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    pool: Mapped[str] = mapped_column(String(32), primary_key=True)
+    rating: Mapped[float] = mapped_column(Double)
+    deviation: Mapped[float] = mapped_column(Double)
+    volatility: Mapped[float] = mapped_column(Double)
+    rated_at: Mapped[datetime]
+    games: Mapped[int] = mapped_column(default=0, server_default=text("0"))
+    wins: Mapped[int] = mapped_column(default=0, server_default=text("0"))
+    losses: Mapped[int] = mapped_column(default=0, server_default=text("0"))
+    draws: Mapped[int] = mapped_column(default=0, server_default=text("0"))
+
+
+class GameRatingRow(Base):
+    """One seat of a rated game: its player's rating before and after the game.
+
+    ``id`` numbers the rating updates in the order they were made (a player's two updates
+    are never made out of order: the second waits for the first's row lock), so
+    ``tessera ratings verify`` replays them in that order. "Before" is the rating the game
+    started from: the stored one with its deviation grown for the time since.
+    """
+
+    __tablename__ = "game_ratings"
+    __table_args__ = (
+        UniqueConstraint("game_id", "seat"),
+        CheckConstraint("seat IN (0, 1)", name="seat"),
+        Index("ix_game_ratings_user_id_pool_id", "user_id", "pool", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    game_id: Mapped[str] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"))
+    seat: Mapped[int] = mapped_column(SmallInteger)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    pool: Mapped[str] = mapped_column(String(32))
+    rated_at: Mapped[datetime]
+    rating_before: Mapped[float] = mapped_column(Double)
+    deviation_before: Mapped[float] = mapped_column(Double)
+    volatility_before: Mapped[float] = mapped_column(Double)
+    rating_after: Mapped[float] = mapped_column(Double)
+    deviation_after: Mapped[float] = mapped_column(Double)
+    volatility_after: Mapped[float] = mapped_column(Double)

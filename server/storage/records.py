@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from server.ratings.glicko2 import Rating
+
 UserKind = Literal["human", "guest", "bot"]
 TokenKind = Literal["session", "bot"]
 GameStatus = Literal["playing", "over", "aborted"]
@@ -65,6 +67,7 @@ class GameInfo:
     last_seq: int
     plies: int
     player_kinds: tuple[UserKind, UserKind]
+    rated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +91,29 @@ class ChatRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RatingChange:
+    """One seat of a rated game: the rating it started from (the stored one, its deviation
+    grown for the time since its player's last rated game) and the one it left."""
+
+    seat: int
+    user_id: int
+    before: Rating
+    after: Rating
+
+
+GameRatings = tuple[RatingChange, RatingChange]
+"""Both seats' changes of one rated game, seat 0 first."""
+
+
+@dataclass(frozen=True, slots=True)
 class StoredGame:
     """A whole game: enough to replay it, resume it after a restart, or show its record."""
 
     info: GameInfo
     moves: tuple[MoveRecord, ...]
     chat: tuple[ChatRecord, ...]
+    ratings: GameRatings | None = None
+    """Both players' rating changes, if the game is rated and over."""
 
     @property
     def last_seq(self) -> int:
@@ -121,3 +141,33 @@ class GamePage:
 
     games: tuple[GameInfo, ...]
     next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRating:
+    """A player's stored rating in one pool, with their record there.
+
+    ``rating`` is as stored after their last rated game, at ``rated_at``: age it to now
+    (``glicko2.age``) before showing whether it is provisional.
+    """
+
+    user_id: int
+    name: str
+    kind: UserKind
+    pool: str
+    rating: Rating
+    rated_at: datetime
+    games: int
+    wins: int
+    losses: int
+    draws: int
+
+
+@dataclass(frozen=True, slots=True)
+class RatingPoint:
+    """One point of a player's rating history: after the rated game ``game_id``."""
+
+    game_id: str
+    pool: str
+    rated_at: datetime
+    rating: Rating

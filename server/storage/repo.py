@@ -44,11 +44,13 @@ from .models import (
     USER_KINDS,
     ApiTokenRow,
     ChatRow,
+    GameRatingRow,
     GameRow,
     MoveRow,
     UserRow,
     check_fits,
 )
+from .rating_reads import RatingReads, of_rows
 from .records import (
     ChatRecord,
     FinishedStatus,
@@ -108,6 +110,7 @@ class Store:
         self.engine = engine
         self.sessions = sessions if sessions is not None else make_session_factory(engine)
         self.writing = write_lock if write_lock is not None else make_write_lock(engine)
+        self.ratings = RatingReads(self.sessions)
 
     # -- users ---------------------------------------------------------------------------
 
@@ -525,7 +528,13 @@ class Store:
         for line, user_name in chat_rows:
             if line.game_id in chat:
                 chat[line.game_id].append(_chat(line, user_name))
-        return [StoredGame(info, tuple(moves[info.id]), tuple(chat[info.id])) for info in infos]
+        rated: dict[str, list[GameRatingRow]] = {info.id: [] for info in infos}
+        for change in await session.scalars(
+                select(GameRatingRow).where(GameRatingRow.game_id.in_(chosen))):
+            if change.game_id in rated:
+                rated[change.game_id].append(change)
+        return [StoredGame(info, tuple(moves[info.id]), tuple(chat[info.id]),
+                           of_rows(rated.get(info.id, []))) for info in infos]
 
 
 # -- queries and conversions -----------------------------------------------------------------
@@ -667,6 +676,7 @@ def _info(
         last_seq=row.last_seq,
         plies=plies,
         player_kinds=(cast(UserKind, kind0), cast(UserKind, kind1)),
+        rated=row.rated,
     )
 
 

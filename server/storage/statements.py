@@ -18,7 +18,8 @@ transaction and says, per item, whether it was applied. There are two:
 :func:`open_batch_writer` picks one for an engine, with the settings the engine was opened
 with passed in by whoever opened it (``runtime.open_storage``); nothing is looked up on the
 side. Both write through the same :class:`Statements` interface: ``insert`` rows, ``finish``
-a game still playing, ``advance_seq``; :func:`write_batch` is the one loop over a batch.
+a game still playing, ``advance_seq``, and for a rated game's end ``read_rating`` and
+``write_rating`` (``rating_writes``); :func:`write_batch` is the one loop over a batch.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, cast
 
 from sqlalchemy import Connection, Engine, Table, case, insert, select, text, update
@@ -38,14 +40,22 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from .db import DEFAULT_BUSY_TIMEOUT_MS, SqliteSynchronous, make_blocking_engine
 from .errors import GameNotPlaying, StaleEpoch, StorageError
 from .items import ChatSent, GameCreated, GameFinished, Item, MovePlayed, SeqAdvanced
-from .models import ChatRow, GameRow, MoveRow
+from .models import ChatRow, GameRatingRow, GameRow, MoveRow, RatingRow
+from .rating_writes import StoredRating, rate_finished_game
+from .records import GameRatings
 
 MOVES = cast(Table, MoveRow.__table__)
 CHAT = cast(Table, ChatRow.__table__)
 GAMES = cast(Table, GameRow.__table__)
+RATINGS = cast(Table, RatingRow.__table__)
+GAME_RATINGS = cast(Table, GameRatingRow.__table__)
+_RATING_FIELDS = ("rating", "deviation", "volatility", "rated_at", "games", "wins", "losses",
+                  "draws")
 
-Outcomes = list[StorageError | None]
-"""Per item of a batch: None if it was applied, else why not (it was not stored)."""
+Outcome = StorageError | GameRatings | None
+"""Per item of a batch: None (or, for a rated game's end, both rating changes) if it was
+applied, else why not (it was not stored)."""
+Outcomes = list[Outcome]
 
 
 class Statements(Protocol):
@@ -59,6 +69,13 @@ class Statements(Protocol):
 
     def advance_seq(self, conn: Connection, item: SeqAdvanced) -> None:
         """Raise a game's stored event number to ``item.seq`` (never lower it)."""
+
+    def read_rating(self, conn: Connection, user_id: int, pool: str) -> StoredRating | None:
+        """A player's rating row in a pool, locked until the commit where the database
+        locks rows; None if there is none."""
+
+    def write_rating(self, conn: Connection, row: dict[str, Any], *, exists: bool) -> None:
+        """Insert (``exists`` False) or update a player's rating row."""
 
 
 def write_batch(conn: Connection, items: Sequence[Item], statements: Statements) -> Outcomes:
@@ -77,8 +94,11 @@ def write_batch(conn: Connection, items: Sequence[Item], statements: Statements)
     for index, item in enumerate(items):
         if isinstance(item, SeqAdvanced):
             statements.advance_seq(conn, item)
-        elif isinstance(item, GameFinished) and statements.finish(conn, item) != 1:
-            outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
+        elif isinstance(item, GameFinished):
+            if statements.finish(conn, item) != 1:
+                outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is unknown or over")
+            elif item.rated is not None and item.status == "over":
+                outcomes[index] = rate_finished_game(conn, item, statements, GAME_RATINGS)
     return outcomes
 
 
@@ -154,9 +174,13 @@ def write_fenced_blocking(conn: Connection, batch: Sequence[Fenced]
     if chat:
         conn.execute(insert(CHAT), chat)
     for index, entry in enumerate(batch):
-        if (isinstance(entry.item, GameFinished) and outcomes[index] is None
-                and not _finish(conn, entry.item, entry.epoch)):
-            outcomes[index] = GameNotPlaying(f"game {entry.item.game_id!r} is over")
+        item = entry.item
+        if not isinstance(item, GameFinished) or outcomes[index] is not None:
+            continue
+        if not _finish(conn, item, entry.epoch):
+            outcomes[index] = GameNotPlaying(f"game {item.game_id!r} is over")
+        elif item.rated is not None and item.status == "over":  # in the same transaction
+            outcomes[index] = rate_finished_game(conn, item, CoreStatements(), GAME_RATINGS)
     return outcomes
 
 
@@ -295,6 +319,21 @@ class CoreStatements:
                      .where(GAMES.c.id == item.game_id, GAMES.c.last_seq < item.seq)
                      .values(last_seq=item.seq))
 
+    def read_rating(self, conn: Connection, user_id: int, pool: str) -> StoredRating | None:
+        found: StoredRating | None = conn.execute(
+            select(*(RATINGS.c[name] for name in _RATING_FIELDS))
+            .where(RATINGS.c.user_id == user_id, RATINGS.c.pool == pool)
+            .with_for_update()).one_or_none()
+        return found
+
+    def write_rating(self, conn: Connection, row: dict[str, Any], *, exists: bool) -> None:
+        if not exists:
+            conn.execute(insert(RATINGS), [row])
+            return
+        conn.execute(update(RATINGS)
+                     .where(RATINGS.c.user_id == row["user_id"], RATINGS.c.pool == row["pool"])
+                     .values({name: row[name] for name in _RATING_FIELDS}))
+
 
 class SqliteTextStatements:
     """The statements on SQLite as SQL text made once, from the tables' own metadata.
@@ -320,6 +359,15 @@ class SqliteTextStatements:
                         f"WHERE {c['id']} = ? AND {c['status']} = 'playing'")
         self._advance = (f"UPDATE {games} SET {c['last_seq']} = ? "
                          f"WHERE {c['id']} = ? AND {c['last_seq']} < ?")
+        ratings, r = quote(RATINGS.name), {col.name: quote(col.name) for col in RATINGS.c}
+        self._read_rating = (f"SELECT {', '.join(r[name] for name in _RATING_FIELDS)} "
+                             f"FROM {ratings} WHERE {r['user_id']} = ? AND {r['pool']} = ?")
+        self._update_rating = (
+            f"UPDATE {ratings} SET {', '.join(f'{r[name]} = ?' for name in _RATING_FIELDS)} "
+            f"WHERE {r['user_id']} = ? AND {r['pool']} = ?")
+        self._rated_at_in = _processor(RATINGS.c.rated_at, dialect)
+        self._rated_at_out = RATINGS.c.rated_at.type.dialect_impl(dialect).result_processor(
+            dialect, None)
 
     def insert(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
         names = tuple(rows[0])
@@ -359,6 +407,37 @@ class SqliteTextStatements:
 
     def advance_seq(self, conn: Connection, item: SeqAdvanced) -> None:
         conn.exec_driver_sql(self._advance, (item.seq, item.game_id, item.seq))
+
+    def read_rating(self, conn: Connection, user_id: int, pool: str) -> StoredRating | None:
+        found = conn.exec_driver_sql(self._read_rating, (user_id, pool)).one_or_none()
+        if found is None:
+            return None
+        values = found._asdict()
+        if self._rated_at_out is not None:
+            values["rated_at"] = self._rated_at_out(values["rated_at"])
+        return _StoredRating(**values)
+
+    def write_rating(self, conn: Connection, row: dict[str, Any], *, exists: bool) -> None:
+        if not exists:
+            self.insert(conn, RATINGS, [row])
+            return
+        rated_at = (row["rated_at"] if self._rated_at_in is None
+                    else self._rated_at_in(row["rated_at"]))
+        conn.exec_driver_sql(self._update_rating, (
+            *(rated_at if name == "rated_at" else row[name] for name in _RATING_FIELDS),
+            row["user_id"], row["pool"]))
+
+
+@dataclass(slots=True)
+class _StoredRating:
+    rating: float
+    deviation: float
+    volatility: float
+    rated_at: datetime
+    games: int
+    wins: int
+    losses: int
+    draws: int
 
 
 def _processor(column: Any, dialect: Any) -> Callable[[Any], Any] | None:
@@ -479,6 +558,7 @@ def game_row(item: GameCreated) -> dict[str, Any]:
         "created_at": item.created_at,
         "started_at": item.started_at,
         "last_seq": item.seq,
+        "rated": item.rated,
     }
 
 

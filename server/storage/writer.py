@@ -46,7 +46,8 @@ from sqlalchemy.exc import DataError, IntegrityError
 from .db import make_write_lock
 from .errors import Conflict, StorageError, WriteFailed, WriterClosed
 from .items import ITEM_TYPES, Item
-from .statements import BatchWriter, Outcomes
+from .records import GameRatings
+from .statements import BatchWriter, Outcome, Outcomes
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,9 @@ class WriterStats:
     isolated: int = 0  # batches retried item by item after a conflict
 
 
-_Entry = tuple[Item, "asyncio.Future[None]"]
+Stored = GameRatings | None
+"""What awaiting a submitted item gives: None, or for a rated game's end both ratings."""
+_Entry = tuple[Item, "asyncio.Future[Stored]"]
 
 
 class CommitQueue:
@@ -116,8 +119,9 @@ class CommitQueue:
                 self._run(), name="tessera-commit-queue"
             )
 
-    def submit(self, item: Item) -> Awaitable[None]:
-        """Queue an item; awaiting the result returns once it is committed.
+    def submit(self, item: Item) -> Awaitable[Stored]:
+        """Queue an item; awaiting the result returns once it is committed (with, for the
+        end of a rated game, the two rating changes made in the same transaction).
 
         Raises WriterClosed at once if the queue is not running (nothing queued). Awaiting
         raises Conflict (the item breaks a rule; not stored), WriteFailed (the database
@@ -131,17 +135,17 @@ class CommitQueue:
             raise TypeError(f"cannot store {type(item).__name__}")
         if self._closed or not self.running:
             raise WriterClosed("the commit queue is not running")
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
         if self._queue.full():
             return self._submit_when_room(item, future)
         self._queue.put_nowait((item, future))
         return future
 
-    async def _submit_when_room(self, item: Item, future: asyncio.Future[None]) -> None:
+    async def _submit_when_room(self, item: Item, future: asyncio.Future[Stored]) -> Stored:
         await self._queue.put((item, future))
         if not self.running and not future.done():  # it stopped while we waited for room
             future.set_exception(WriterClosed("the commit queue stopped"))
-        await future
+        return await future
 
     async def close(self) -> None:
         """Stop accepting items, write everything already queued, and stop the task."""
@@ -236,7 +240,7 @@ class CommitQueue:
 
     async def _commit_one_by_one(self, batch: list[_Entry]) -> None:
         for item, future in batch:
-            outcome: StorageError | None
+            outcome: Outcome
             try:
                 [outcome] = await self._transaction([item])
                 self._committed(1)
@@ -260,14 +264,14 @@ class CommitQueue:
             except Exception:
                 log.exception("commit queue: on_commit hook failed")
 
-    def _resolve(self, future: asyncio.Future[None], outcome: StorageError | None) -> None:
-        if outcome is None:
-            self.stats.stored += 1
-            if not future.done():
-                future.set_result(None)
-        else:
+    def _resolve(self, future: asyncio.Future[Stored], outcome: Outcome) -> None:
+        if isinstance(outcome, StorageError):
             self.stats.failed += 1
             _set_failed(future, outcome)
+        else:
+            self.stats.stored += 1
+            if not future.done():
+                future.set_result(outcome)
 
 
 def _write_failed(exc: BaseException) -> WriteFailed:
@@ -281,7 +285,7 @@ def _fail(batch: list[_Entry], make_error: Callable[[], StorageError]) -> None:
         _set_failed(future, make_error())
 
 
-def _set_failed(future: asyncio.Future[None], error: StorageError) -> None:
+def _set_failed(future: asyncio.Future[Stored], error: StorageError) -> None:
     if future.cancelled():
         log.error("commit queue: an item whose submitter went away was not stored: %s", error)
     elif not future.done():

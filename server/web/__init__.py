@@ -1,6 +1,7 @@
 """The browser client, served by the server itself on its own port.
 
-``/`` (the lobby) and ``/game/ID`` (a game to play, watch or replay) are one page, the
+``/`` (the lobby), ``/game/ID`` (a game to play, watch or replay), ``/profile/NAME`` and
+``/leaderboard/GAME`` (ratings) are one page, the
 files under ``static/`` (plain ES modules, CSS and SVG, no build step), installed as
 package data. The page is a client like any other: it speaks the protocol over ``/ws``.
 
@@ -32,7 +33,8 @@ from websockets.http11 import Request, Response
 from ..config import Settings
 
 STATIC_PREFIX = "/static/"
-PAGE_PATH = re.compile(r"/(?:game/[0-9A-Za-z_-]{1,32})?")
+PAGE_PATH = re.compile(r"/(?:game/[0-9A-Za-z_-]{1,32}|profile/[A-Za-z][A-Za-z0-9_-]{1,19}"
+                       r"|leaderboard(?:/[a-z][a-z0-9_]{0,31})?)?")
 ENTRY_MODULE = "js/main.js"
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"

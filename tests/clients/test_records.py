@@ -62,6 +62,16 @@ def seeded_game(game: str, options: dict[str, Any], seed: int, max_plies: int) -
     return state
 
 
+def _floats(lo: float, hi: float) -> st.SearchStrategy[float]:
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False)
+
+
+RATING_UPDATES = st.builds(
+    p.RatingUpdate, rating_before=_floats(-10_000, 10_000), deviation_before=_floats(0, 350),
+    volatility_before=_floats(0, 10), rating_after=_floats(-10_000, 10_000),
+    deviation_after=_floats(0, 350), volatility_after=_floats(0, 10))
+
+
 @st.composite
 def records(draw: st.DrawFn) -> MatchRecord:
     game, options = draw(st.sampled_from(CONFIGS))
@@ -78,6 +88,9 @@ def records(draw: st.DrawFn) -> MatchRecord:
         game=game, options=options, players=(draw(NAMES), draw(NAMES)), date=draw(DATES),
         game_id=draw(st.none() | NAMES), player_kinds=draw(st.none() | st.tuples(NAMES, NAMES)),
         time_control=draw(TIME_CONTROLS), winner=winner, termination=termination, moves=moves,
+        rated=(rated := draw(st.booleans())),
+        rating_changes=draw(st.none() | st.tuples(RATING_UPDATES, RATING_UPDATES))
+        if rated else None,
     )
 
 
@@ -438,3 +451,24 @@ def test_docs_examples_parse_verify_and_are_canonical() -> None:
         record = from_json(text)
         assert verify(record).ok
         assert to_json(record, indent=2) + "\n" == text
+
+
+def test_a_rated_record_carries_both_rating_changes() -> None:
+    changes = (p.RatingUpdate(rating_before=1500, deviation_before=350, volatility_before=0.06,
+                              rating_after=1662.31, deviation_after=290.32,
+                              volatility_after=0.05999919),
+               p.RatingUpdate(rating_before=1500, deviation_before=350, volatility_before=0.06,
+                              rating_after=1337.69, deviation_after=290.32,
+                              volatility_after=0.05999919))
+    record = MatchRecord(game="hadron", players=("alice", "bob"), date="2026-12-01T10:00:00Z",
+                         winner=0, termination="resign", rated=True, rating_changes=changes)
+    text = format_record(record)
+    assert '[Rated "yes"]' in text
+    assert '[RedRating "1500 350 0.06 -> 1662.31 290.32 0.05999919"]' in text
+    assert parse_record(text) == record
+    assert to_dict(record)["rating_changes"][1]["rating_after"] == 1337.69
+    assert from_json(to_json(record)) == record
+    casual = replace(record, rated=False, rating_changes=None)
+    assert "Rated" not in format_record(casual) and "rated" not in to_dict(casual)
+    with pytest.raises(RecordError, match="not rated"):
+        replace(record, rated=False)

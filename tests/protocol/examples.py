@@ -146,6 +146,21 @@ HADRON_LEGAL = ("c1", "d1", "e1", "b2", "d2", "e2", "a3", "e3", "a4", "b4", "d4"
 
 SEEK = p.OpenSeek(seek_id=17, user=ALICE, game="xodd", options=XODD_9, clock=BLITZ)
 
+# Ratings: alice is established in Xodd and provisional in Hadron; bob is new to Xodd.
+ALICE_XODD = p.PoolRating(game="xodd", rating=1612, deviation=74, provisional=False)
+ALICE_HADRON = p.PoolRating(game="hadron", rating=1431, deviation=187, provisional=True)
+ALICE_RATED = p.User(name="alice", kind="human", ratings=(ALICE_XODD, ALICE_HADRON))
+RATED_SEEK = p.OpenSeek(seek_id=18, user=p.User(name="alice", kind="human", rating=ALICE_XODD),
+                        game="xodd", options=XODD_9, clock=BLITZ, rated=True,
+                        rating_min=1400, rating_max=1800)
+RATING_CHANGES = (
+    p.RatingUpdate(rating_before=1611.87, deviation_before=74.1, volatility_before=0.05999712,
+                   rating_after=1619.05, deviation_after=72.62,
+                   volatility_after=0.05999584),
+    p.RatingUpdate(rating_before=1500.0, deviation_before=350.0, volatility_before=0.06,
+                   rating_after=1412.83, deviation_after=282.35, volatility_after=0.05999929),
+)
+
 EXAMPLES: dict[str, p.Message] = {
     # Connection and login
     "hello": p.Hello(id=1, version=1, client="tessera-cli/0.1"),
@@ -306,6 +321,63 @@ EXAMPLES: dict[str, p.Message] = {
         id=28, game_id=GAME_ID, ply=2, move="Wf6", legal=False,
         reason="Wf6: the turn would end with 4 groups, an even number",
     ),
+    # Ratings (docs/RATINGS.md)
+    "authed_ratings": p.Authed(
+        id=2, user=ALICE_RATED, session_token="sess_Zm9vYmFyYmF6cXV4", active_games=()
+    ),
+    "player_online_ratings": p.PlayerOnline(user=ALICE_RATED),
+    "seek_rated": p.Seek(id=30, game="xodd", options=XODD_9, clock=BLITZ, rated=True,
+                         rating_min=1400, rating_max=1800),
+    "seek_added_rated": p.SeekAdded(seek=RATED_SEEK),
+    "challenge_rated": p.Challenge(
+        id=31, to="bob", game="xodd", options=XODD_9, clock=BLITZ, color=0, rated=True
+    ),
+    "challenge_received_rated": p.ChallengeReceived(
+        challenge_id=6, from_=p.User(name="alice", kind="human", rating=ALICE_XODD),
+        game="xodd", options=XODD_9, clock=BLITZ, color=0, rated=True
+    ),
+    "game_over_rated": p.GameOver(game_id=GAME_ID, seq=5, winner=0, reason="resign",
+                                  rating_changes=RATING_CHANGES),
+    "leaderboard": p.GetLeaderboard(id=32, game="xodd", bots=False),
+    "leaderboard_page": p.LeaderboardPage(
+        id=32, game="xodd",
+        standings=(
+            p.Standing(rank=1, user=p.User(name="alice", kind="human", rating=p.PoolRating(
+                game="xodd", rating=1612, deviation=74, provisional=False, games=41,
+                wins=25, losses=14, draws=2))),
+            p.Standing(rank=2, user=p.User(name="carol", kind="human", rating=p.PoolRating(
+                game="xodd", rating=1580, deviation=98, provisional=False, games=17,
+                wins=9, losses=8, draws=0))),
+        ),
+        next_cursor="2:1580.21:7",
+    ),
+    "profile": p.GetProfile(id=33, name="alice"),
+    "profile_info": p.ProfileInfo(
+        id=33,
+        user=p.User(name="alice", kind="human", ratings=(p.PoolRating(
+            game="xodd", rating=1612, deviation=74, provisional=False, games=41, wins=25,
+            losses=14, draws=2),)),
+        recent=(p.Summary(game_id=GAME_ID, game="xodd", options=XODD_9, clock=BLITZ,
+                          players=(ALICE, BOB), status="over", ply=2,
+                          result=p.Result(winner=0, reason="resign"),
+                          created_ms=1_767_225_600_000, rated=True),),
+        history=(
+            p.RatingPoint(game="xodd", game_id="a8m2k4q9zt", at_ms=1_767_139_200_000,
+                          rating=1604, deviation=76),
+            p.RatingPoint(game="xodd", game_id=GAME_ID, at_ms=1_767_225_640_000,
+                          rating=1612, deviation=74),
+        ),
+    ),
+    "offer_rematch": p.OfferRematch(id=34, game_id=GAME_ID),
+    "rematch_offered": p.RematchOffered(game_id=GAME_ID, by=1),
+    "accept_rematch": p.AcceptRematch(id=35, game_id=GAME_ID),
+    "decline_rematch": p.DeclineRematch(id=35, game_id=GAME_ID),
+    "rematch_ended": p.RematchEnded(game_id=GAME_ID, reason="accepted",
+                                    new_game_id="q7w3e9r2ty"),
+    "rematch_ended_lapsed": p.RematchEnded(game_id=GAME_ID, reason="lapsed"),
+    "ladder_join": p.LadderJoin(id=36, games=("hadron", "xodd")),
+    "ladder_leave": p.LadderLeave(id=37),
+    "ladder_standings": p.GetStandings(id=38, game="hadron"),
     # Errors without a request
     "error_bad_frame": p.ErrorReply(
         code="bad_request", message="not a msgpack value: truncated"

@@ -31,6 +31,8 @@ def from_converter(conv: schema.Converter) -> st.SearchStrategy[Any]:
     """Values a converter accepts, Python side."""
     if isinstance(conv, schema.IntConverter):
         return st.integers(conv.bound.lo, conv.bound.hi)
+    if isinstance(conv, schema.FloatConverter):
+        return st.floats(conv.lo, conv.hi, allow_nan=False, allow_infinity=False)
     if isinstance(conv, schema.StrConverter):
         bound = conv.bound
         max_len = min(bound.max_len, 40)

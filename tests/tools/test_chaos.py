@@ -26,6 +26,8 @@ def test_chaos_short_run_loses_nothing() -> None:
     assert result["lost"] == 0
     assert result["duplicated"] == 0
     assert result["replay_mismatches"] == 0
+    assert result["rated"] == 2  # every other game, each rated once: verified equal
+    assert result["rating_differences"] == 0
     assert result["integrity"] == "ok"
     assert run.returncode == 0
 

@@ -17,7 +17,7 @@ from server.storage.models import Base
 
 from .conftest import Database
 
-TABLES = {"users", "api_tokens", "games", "moves", "chat"}
+TABLES = {"users", "api_tokens", "games", "moves", "chat", "ratings", "game_ratings"}
 
 
 async def _tables(db: Database) -> set[str]:
@@ -93,5 +93,5 @@ def test_migrations_are_found_without_the_working_directory(
     directory = migrations_dir()
     for shipped in ("env.py", "script.py.mako", "alembic.ini", "versions/0001_initial_schema.py",
                     "versions/0002_index_revoked_tokens.py", "versions/0003_game_epoch.py",
-                    "versions/0005_index_chat_user_id.py"):
+                    "versions/0004_ratings.py", "versions/0005_index_chat_user_id.py"):
         assert (directory / shipped).is_file(), shipped

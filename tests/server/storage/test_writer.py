@@ -21,6 +21,7 @@ from server.storage import (
     GameCreated,
     GameFinished,
     Item,
+    RatedPlayers,
     SeqAdvanced,
     Store,
     User,
@@ -283,8 +284,11 @@ async def test_sqlite_text_statements_store_what_core_stores(tmp_path: Path) -> 
     """On SQLite the commit queue writes moves and updates as SQL text of its own; the rows
     must be byte for byte those Core statements write, and the outcomes the same."""
     ids = ("aaaaaaaaaa", "bbbbbbbbbb")
-    games = [GameCreated(game_id, "xodd", {"size": 9}, FISCHER, "1", (1, 2), 1, at(0), at(0))
-             for game_id in ids]
+    rated_ids = ("dddddddddd", "eeeeeeeeee")
+    games = [GameCreated(game_id, "xodd", {"size": 9}, FISCHER, "1", (1, 2), 1, at(0), at(0),
+                         rated=game_id in rated_ids)
+             for game_id in (*ids, *rated_ids)]
+    rated = RatedPlayers("xodd", (1, 2), 86_400.0)
     moves = [dataclasses.replace(move(game_id, ply), clock_ms=None if ply % 7 == 3 else 500)
              for ply in range(115) for game_id in ids]  # 230 moves: three INSERTs of text
     items: list[Item] = [
@@ -296,6 +300,9 @@ async def test_sqlite_text_statements_store_what_core_stores(tmp_path: Path) -> 
         GameFinished(ids[1], 0, "normal", 400, at(500.123456), "over"),
         GameFinished(ids[1], None, "abort", 401, at(501), "aborted"),  # already over
         GameFinished("cccccccccc", 1, "normal", 5, at(502), "over"),  # no such game
+        # rated: the first inserts both rating rows, the second updates them
+        GameFinished(rated_ids[0], 0, "normal", 2, at(600.5), "over", rated=rated),
+        GameFinished(rated_ids[1], None, "normal", 2, at(7000.25), "over", rated=rated),
     ]
     dumps = []
     for core in (True, False):
@@ -317,17 +324,22 @@ async def test_sqlite_text_statements_store_what_core_stores(tmp_path: Path) -> 
                 [type(outcome).__name__ for outcome in outcomes],
                 raw.execute("SELECT * FROM moves ORDER BY game_id, ply").fetchall(),
                 raw.execute("SELECT * FROM games ORDER BY id").fetchall(),
-                raw.execute("SELECT * FROM chat ORDER BY game_id, seq").fetchall()))
+                raw.execute("SELECT * FROM chat ORDER BY game_id, seq").fetchall(),
+                raw.execute("SELECT * FROM ratings ORDER BY user_id").fetchall(),
+                raw.execute("SELECT * FROM game_ratings ORDER BY id").fetchall()))
     assert dumps[0] == dumps[1]
-    outcomes, stored_moves_, stored_games, stored_chat = dumps[1]
+    outcomes, stored_moves_, stored_games, stored_chat, ratings, game_ratings = dumps[1]
     assert len(stored_chat) == 2
-    assert outcomes[-2:] == ["GameNotPlaying", "GameNotPlaying"]
-    assert outcomes.count("NoneType") == len(items) - 2
+    assert outcomes[-4:] == ["GameNotPlaying", "GameNotPlaying", "tuple", "tuple"]
+    assert outcomes.count("NoneType") == len(items) - 4
     assert len(stored_moves_) == 230
-    assert len(stored_games) == 2
+    assert len(stored_games) == 4
+    assert [row[-4:] for row in ratings] == [(2, 1, 0, 1), (2, 0, 1, 1)]  # games, w, l, d
+    assert len(game_ratings) == 4
     with contextlib.closing(sqlite3.connect(tmp_path / "core-False.db")) as raw:
         assert raw.execute("SELECT id, last_seq, status FROM games ORDER BY id").fetchall() == [
-            (ids[0], 300, "playing"), (ids[1], 400, "over")]
+            (ids[0], 300, "playing"), (ids[1], 400, "over"), (rated_ids[0], 2, "over"),
+            (rated_ids[1], 2, "over")]
 
 
 async def _dispose_all(database: Database) -> None:

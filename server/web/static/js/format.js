@@ -36,11 +36,33 @@ export function resultText(result, players, colours) {
   return say(who(result.winner), who(1 - result.winner));
 }
 
-/** A user's name with a mark for bots and guests (ratings will go here). */
-export function userText(user) {
+/** A rating as shown beside a name: 1612, or 1431? while provisional. */
+export function ratingText(rating) {
+  if (!rating) return "";
+  return `${rating.rating}${rating.provisional ? "?" : ""}`;
+}
+
+/** A user's name with a mark for bots and their rating: in their `rating` (the pool of
+ *  where they appear), else in `game`'s pool from their `ratings`. */
+export function userText(user, game) {
   if (!user) return "";
-  if (user.kind === "bot") return `${user.name} (bot)`;
-  return user.name;
+  let text = user.kind === "bot" ? `${user.name} (bot)` : user.name;
+  let rating = user.rating;
+  if (!rating && game && user.ratings) rating = user.ratings.find((r) => r.game === game);
+  if (rating) text += ` ${ratingText(rating)}`;
+  return text;
+}
+
+/** Every pool's rating in short: "Hadron 1431?, Xodd 1612". */
+export function ratingsText(ratings, gameName = (key) => key) {
+  return (ratings || []).map((r) => `${gameName(r.game)} ${ratingText(r)}`).join(", ");
+}
+
+/** A rating change: "1500 → 1662 (+162)". */
+export function changeText(update) {
+  const before = Math.round(update.rating_before);
+  const after = Math.round(update.rating_after);
+  return `${before} → ${after} (${after >= before ? "+" : ""}${after - before})`;
 }
 
 /** "2 min ago" style age of an epoch-ms time. */

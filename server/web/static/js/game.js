@@ -6,7 +6,7 @@
 import { Board } from "./board.js";
 import { Clocks } from "./clock.js";
 import { confirmButton, fill, h } from "./dom.js";
-import { gameLabel, resultText, userText } from "./format.js";
+import { changeText, gameLabel, resultText, userText } from "./format.js";
 import { timeControlText } from "./timecontrol.js";
 import { MoveInput } from "./moveinput.js";
 import { recordJson, recordText } from "./records.js";
@@ -107,6 +107,10 @@ export class GameView {
       this.applySnapshot(msg.game);
       return true;
     }
+    if (msg.t === "rematch_offered" || msg.t === "rematch_ended") {
+      if (this.snap) this._rematch(msg);
+      return true;
+    }
     if (!this.snap || msg.seq === undefined) return true;
     if (msg.seq <= this.lastSeq) return true; // seen already
     if (msg.seq > this.lastSeq + 1) { // missed something: the whole game again
@@ -144,6 +148,7 @@ export class GameView {
     const snap = this.snap;
     snap.status = "over";
     snap.result = msg.winner === undefined ? { reason: msg.reason } : { winner: msg.winner, reason: msg.reason };
+    if (msg.rating_changes) snap.rating_changes = msg.rating_changes;
     this.clocks.stop();
     this.app.session.activeGames.delete(this.gameId);
     clearInterval(this.claimTimer);
@@ -260,8 +265,14 @@ export class GameView {
     this.chat.note.hidden = seat >= 0;
     this._renderActions();
     if (over) {
+      const changes = snap.rating_changes
+        ? h("ul", { class: "rating-changes" }, snap.rating_changes.map((c, i) => h("li", { dataset: { seat: String(i) } },
+          h("span", { text: `${snap.players[i].name}: ` }), h("span", { class: "change", text: changeText(c) }))))
+        : null;
+      this.rematchBox = h("div", { class: "result-actions" });
       this.notice.replaceChildren(h("div", { class: "result" }, h("strong", { text: resultText(snap.result, snap.players, colours) }),
-        h("div", { class: "result-actions" }))); // a rematch offer will go here
+        snap.rated ? h("span", { class: "muted", text: " · rated" }) : null, changes, this.rematchBox));
+      this._renderRematch();
     } else if (!this.notice.querySelector(".left")) this.notice.replaceChildren();
     document.title = (playing && seat === snap.to_move ? "● " : "") + document.title.replace(/^● /, "");
   }
@@ -278,6 +289,37 @@ export class GameView {
     }
     this.actions.replaceChildren(...actions);
     if (this.claimButton && seat >= 0 && snap.status !== "over") this.actions.append(this.claimButton);
+  }
+
+  // -- rematch: offered after the game, to the same opponent, colours swapped --------------------
+  _rematch(msg) {
+    if (msg.game_id !== this.gameId) return;
+    if (msg.t === "rematch_offered") this.rematchOffer = msg.by;
+    else {
+      this.rematchOffer = null;
+      if (msg.reason !== "accepted") this.rematchNote = msg.reason === "lapsed" ? "The rematch offer lapsed: a player left." : "The rematch was declined.";
+    }
+    this._renderRematch();
+  }
+
+  _renderRematch() {
+    const box = this.rematchBox;
+    const seat = this.seat();
+    if (!box || seat < 0 || this.snap.status !== "over") return;
+    const ask = (t) => () => this.conn.request(t, { game_id: this.gameId }).catch((e) => this.app.notify(e.message));
+    const offer = this.rematchOffer;
+    const other = this.snap.players[1 - seat].name;
+    if (offer === undefined || offer === null) {
+      fill(box, h("button", { type: "button", class: "primary rematch", onclick: ask("offer_rematch") }, "Rematch"),
+        this.rematchNote ? h("span", { class: "muted", text: ` ${this.rematchNote}` }) : null);
+    } else if (offer === seat) {
+      box.replaceChildren(h("span", { class: "rematch-status", text: `Rematch offered to ${other}… ` }),
+        h("button", { type: "button", class: "cancel-rematch", onclick: ask("decline_rematch") }, "Withdraw"));
+    } else {
+      box.replaceChildren(h("span", { class: "rematch-status", text: `${other} offers a rematch (colours swapped). ` }),
+        h("button", { type: "button", class: "primary accept-rematch", onclick: ask("accept_rematch") }, "Accept"),
+        h("button", { type: "button", class: "decline-rematch", onclick: ask("decline_rematch") }, "Decline"));
+    }
   }
 
   async _act(what) {

@@ -3,7 +3,7 @@
 // games to watch or replay. Names and every other text from the server go in as text.
 
 import { fill, h } from "./dom.js";
-import { ago, gameLabel, resultText, userText } from "./format.js";
+import { ago, gameLabel, ratingsText, resultText, userText } from "./format.js";
 import { timeControlText } from "./timecontrol.js";
 
 const REFRESH_GAMES_MS = 10000;
@@ -87,12 +87,15 @@ export class LobbyView {
       CLOCK_KINDS.map(([k, label]) => h("option", { value: k, text: label })));
     this.clockBox = h("div", { class: "clock-fields" });
     this.colour = h("select", { name: "colour", "aria-label": "your colour" });
+    this.rated = h("input", { type: "checkbox", name: "rated" });
     this.formStatus = h("p", { class: "form-status", "aria-live": "polite" });
     const form = h("form", { class: "card new-game", onsubmit: (e) => { e.preventDefault(); this.seek(); } },
       h("h2", { text: "New game" }),
       h("label", {}, "Game ", this.gameSelect), this.summary, this.optionBox,
       h("label", {}, "Clock ", this.clockKind), this.clockBox,
       h("label", {}, "Your colour (challenges) ", this.colour),
+      h("label", { class: "rated", title: "Rated games change both players' ratings; guests and games without a clock play casual" },
+        this.rated, " Rated"),
       h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Seek an opponent")),
       this.formStatus);
     this.botList = h("ul", { class: "bots" });
@@ -164,7 +167,9 @@ export class LobbyView {
       clock.increment_ms = Math.round(value("increment") * 1000);
     } else if (clock.kind === "per_move") clock.per_move_ms = Math.round(value("seconds") * 1000);
     else if (clock.kind === "correspondence") clock.days_per_move = Math.round(value("days"));
-    return { game: info.key, options, clock };
+    const offer = { game: info.key, options, clock };
+    if (this.rated.checked) offer.rated = true;
+    return offer;
   }
 
   async seek() {
@@ -199,9 +204,9 @@ export class LobbyView {
         ? h("button", { type: "button", onclick: () => this.conn.request("cancel_seek", { seek_id: seek.seek_id }).catch(() => {}) }, "Cancel")
         : h("button", { type: "button", class: "primary", onclick: () => this.accept(seek) }, "Play");
       return h("tr", { dataset: { seek: String(seek.seek_id) } },
-        h("td", { class: "who", text: userText(seek.user) }),
+        h("td", { class: "who", text: userText(seek.user, seek.game) }),
         h("td", { text: gameLabel(this.conn.game(seek.game), seek.options) }),
-        h("td", { text: timeControlText(seek.clock) }), h("td", {}, button));
+        h("td", { text: timeControlText(seek.clock) + (seek.rated ? " · rated" : "") }), h("td", {}, button));
     });
     if (this.moreSeeks) {
       rows.push(h("tr", {}, h("td", { colspan: "4", class: "muted", text: `and ${this.moreSeeks} more not listed: seek a game to be paired with any of them` })));
@@ -223,8 +228,10 @@ export class LobbyView {
     const me = this.app.session.user;
     const people = [...this.players.values()].filter((p) => p.kind !== "bot");
     const bots = [...this.players.values()].filter((p) => p.kind === "bot");
+    const gameName = (key) => (this.conn.game(key) || { name: key }).name;
     const row = (user) => h("li", { dataset: { user: user.name } },
-      h("span", { class: `who kind-${user.kind}`, text: userText(user) }),
+      h("a", { class: `who kind-${user.kind}`, href: `/profile/${user.name}`, "data-link": "", text: userText(user) }),
+      user.ratings ? h("span", { class: "muted ratings", text: ` ${ratingsText(user.ratings, gameName)}` }) : null,
       me && me.name === user.name ? h("span", { class: "muted", text: " (you)" })
         : h("button", { type: "button", onclick: () => this.challenge(user.name) }, user.kind === "bot" ? "Play" : "Challenge"));
     this.playerList.replaceChildren(...people.map(row));

@@ -1,5 +1,6 @@
 // Tessera in the browser: the connection, the login kept across reloads, challenges on
-// every page, and the two views (the lobby at /, a game at /game/ID).
+// every page, and the views (the lobby at /, a game at /game/ID, a player's profile at
+// /profile/NAME, a game's leaderboard at /leaderboard/GAME).
 
 import { Connection, serverUrl } from "./conn.js";
 import { fill, h } from "./dom.js";
@@ -7,6 +8,7 @@ import { gameLabel, userText } from "./format.js";
 import { timeControlText } from "./timecontrol.js";
 import { GameView } from "./game.js";
 import { LobbyView } from "./lobby.js";
+import { LeaderboardView, ProfileView } from "./ratings.js";
 
 const TOKEN_KEY = "tessera.session";
 
@@ -176,8 +178,14 @@ class App {
 
   render() {
     if (this.view) this.view.unmount();
-    const match = location.pathname.match(/^\/game\/([0-9A-Za-z_-]{1,32})$/);
-    this.view = match ? new GameView(this, match[1]) : new LobbyView(this);
+    const path = location.pathname;
+    const game = path.match(/^\/game\/([0-9A-Za-z_-]{1,32})$/);
+    const profile = path.match(/^\/profile\/([A-Za-z][A-Za-z0-9_-]{1,19})$/);
+    const board = path.match(/^\/leaderboard(?:\/([a-z][a-z0-9_]{0,31}))?$/);
+    if (game) this.view = new GameView(this, game[1]);
+    else if (profile) this.view = new ProfileView(this, profile[1]);
+    else if (board) this.view = new LeaderboardView(this, board[1] || null);
+    else this.view = new LobbyView(this);
     this.view.mount(this.main).catch((err) => this.notify(err.message));
   }
 
@@ -191,7 +199,7 @@ class App {
     const box = document.getElementById("account");
     const user = this.session.user;
     if (user) {
-      fill(box, h("span", { class: "me", dataset: { kind: user.kind } }, userText(user)),
+      fill(box, h("a", { class: "me", href: `/profile/${user.name}`, "data-link": "", dataset: { kind: user.kind } }, userText(user)),
         h("button", { type: "button", class: "logout", onclick: () => this.session.logout().catch((e) => this.notify(e.message)) }, "Log out"));
     } else {
       fill(box, h("button", { type: "button", class: "login-open", onclick: () => this.loginForm() }, "Log in"),
