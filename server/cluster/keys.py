@@ -102,6 +102,12 @@ class Keys:
         return f"{self.prefix}seeks:owner"
 
     @property
+    def seek_ranges(self) -> str:
+        """Hash: open seek id -> "owner's rating:rating_min:rating_max" (empty for no bound),
+        what the pairing script checks both ways."""
+        return f"{self.prefix}seeks:range"
+
+    @property
     def seeks_matching_prefix(self) -> str:
         return f"{self.prefix}seeks:offer:"
 

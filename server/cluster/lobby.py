@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import protocol as p
+from server.handlers.lobby import check_rated
 from server.lobby import Member, Offer
 from server.rooms import GameRoom, Player
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from .node import ClusterNode
 
 log = logging.getLogger(__name__)
+
+Seat = tuple[Online, p.PoolRating | None]  # a player of a starting game, rated as shown
 
 
 class RemotePlayer:
@@ -127,20 +130,30 @@ class ClusterLobby:
                        players=tuple(p.User(name=u.name, kind=u.kind)  # type: ignore[arg-type]
                                      for u in online))
 
-    async def seek(self, s: Session, m: p.Seek) -> p.ServerMessage:
-        me = s.me()
+    async def fresh(self, member: Member) -> Member:
+        """``member`` with their ratings as stored now: a rated game of theirs may have
+        ended on another node, which updated only the members it has."""
+        if member.kind != "guest":
+            stored = await self.cluster.app.store.ratings.of_users([member.user_id])
+            member.ratings = {pool.pool: pool for pool in stored.get(member.user_id, [])}
+        return member
+
+    async def seek(self, s: Session, m: p.Seek, offer: Offer) -> p.ServerMessage:
+        me = await self.fresh(s.me())
         seek_id = await self.seeks.new_id()
-        record = Seek(p.OpenSeek(seek_id=seek_id, user=me.wire(), game=m.game,
-                                 options=dict(m.options), clock=m.clock),
-                      me.user_id, self.cluster.node_id, now_ms())
+        record = Seek(p.OpenSeek(seek_id=seek_id, user=me.wire_in(m.game), game=m.game,
+                                 options=dict(m.options), clock=m.clock,
+                                 rated=offer.rated or None, rating_min=offer.rating_min,
+                                 rating_max=offer.rating_max),
+                      me.user_id, self.cluster.node_id, now_ms(), me.rating_in(m.game))
         partner = await self.seeks.open(record, self.cluster.app.lobby.max_open_seeks)
         if partner is None:
             await self.announce(p.SeekAdded(seek=record.open_seek))
             return p.SeekCreated(id=m.id, seek_id=seek_id)
         # paired at once: game_started, seek_taken (both), seek_removed, then seek_created
-        offer = Offer(m.game, dict(m.options), m.clock)
-        other = _online_of(partner.open_seek.user, partner.user_id)
-        seats = [other, _online_of(me.wire(), me.user_id)]
+        other = partner.open_seek.user
+        seats = [(_online_of(other, partner.user_id), other.rating),
+                 (_online_of(me.wire(), me.user_id), me.shown_rating(m.game))]
         secrets.SystemRandom().shuffle(seats)
         room = await self.start_game(offer, (seats[0], seats[1]), {
             partner.user_id: lambda room: [_seek_taken(partner.seek_id, room)]})
@@ -149,11 +162,18 @@ class ClusterLobby:
         return p.SeekCreated(id=m.id, seek_id=seek_id)
 
     async def accept_seek(self, s: Session, m: p.AcceptSeek) -> p.ServerMessage:
-        me = s.me()
+        me = await self.fresh(s.me())
+        open_seek = await self.seeks.get(m.seek_id)
+        if open_seek is not None and open_seek.user_id != me.user_id:
+            _check_may_take(open_seek, me)  # neither its flag nor its range changes
         seek = await self.seeks.take(m.seek_id, me.user_id)
-        seats = [_online_of(seek.open_seek.user, seek.user_id), _online_of(me.wire(), me.user_id)]
+        wanted = seek.open_seek
+        owner = wanted.user
+        seats = [(_online_of(owner, seek.user_id), owner.rating),
+                 (_online_of(me.wire(), me.user_id), me.shown_rating(wanted.game))]
         secrets.SystemRandom().shuffle(seats)
-        offer = Offer(seek.open_seek.game, dict(seek.open_seek.options), seek.open_seek.clock)
+        offer = Offer(wanted.game, dict(wanted.options), wanted.clock, seek.rated,
+                      wanted.rating_min, wanted.rating_max)
         try:
             await self.start_game(offer, (seats[0], seats[1]), {
                 seek.user_id: lambda room: [_seek_taken(seek.seek_id, room)]})
@@ -167,15 +187,17 @@ class ClusterLobby:
         return p.Ok(id=m.id)
 
     async def challenge(self, s: Session, m: p.Challenge) -> p.ServerMessage:
-        me = s.me()
+        me = await self.fresh(s.me())
         target = await self.find(m.to)
         if target is None:
             raise p.ProtocolError(f"{m.to} is not online", code=p.ErrorCode.NOT_FOUND)
         if target.user_id == me.user_id:
             raise p.ProtocolError("you cannot challenge yourself", code=p.ErrorCode.BAD_REQUEST)
+        check_rated(Offer(m.game, dict(m.options), m.clock, bool(m.rated)), me, target)
         challenge_id = await self.seeks.new_id()
-        received = p.ChallengeReceived(challenge_id=challenge_id, from_=me.wire(), game=m.game,
-                                       options=dict(m.options), clock=m.clock, color=m.color)
+        received = p.ChallengeReceived(challenge_id=challenge_id, from_=me.wire_in(m.game),
+                                       game=m.game, options=dict(m.options), clock=m.clock,
+                                       color=m.color, rated=m.rated or None)
         await self.challenges.create(Challenge(
             received, me.user_id, self.cluster.node_id, target.user_id,
             p.User(name=target.name, kind=target.kind),  # type: ignore[arg-type]
@@ -184,19 +206,21 @@ class ClusterLobby:
         return p.ChallengeCreated(id=m.id, challenge_id=challenge_id)
 
     async def accept_challenge(self, s: Session, m: p.AcceptChallenge) -> p.ServerMessage:
-        me = s.me()
+        me = await self.fresh(s.me())
         entry = await self.challenges.answer(m.challenge_id, me.user_id)
         received = entry.received
-        challenger = _online_of(received.from_, entry.challenger_id)
-        seats = [challenger, _online_of(me.wire(), me.user_id)]
+        challenger = (_online_of(received.from_, entry.challenger_id), received.from_.rating)
+        seats = [challenger, (_online_of(me.wire(), me.user_id), me.shown_rating(received.game))]
         if received.color == "random":
             secrets.SystemRandom().shuffle(seats)
         elif received.color == 1:
             seats.reverse()
         ended = p.event_frame(p.ChallengeEnded(challenge_id=m.challenge_id, reason="accepted"))
+        offer = Offer(received.game, dict(received.options), received.clock,
+                      bool(received.rated))
         try:  # game_started, challenge_ended, then ok
-            await self.start_game(Offer(received.game, dict(received.options), received.clock),
-                                  (seats[0], seats[1]), {entry.challenger_id: lambda _: [ended]})
+            await self.start_game(offer, (seats[0], seats[1]),
+                                  {entry.challenger_id: lambda _: [ended]})
         except BaseException:
             await self._tell_ended(entry, "cancelled", None)
             raise
@@ -223,12 +247,14 @@ class ClusterLobby:
             await self.to_user(user_id, found.nodes if found else (), [frame])
 
     # -- games between users on any nodes ------------------------------------------------
-    async def start_game(self, offer: Offer, seats: tuple[Online, Online],
+    async def start_game(self, offer: Offer, players: tuple[Seat, Seat],
                          after: dict[int, Any]) -> GameRoom:
-        """Start a game here between two online users (the first takes seat 0); each
-        user's connections on every node get ``game_started``, then ``after[user](room)``
-        (their offer's ending)."""
+        """Start a game here between two online users, each with their rating in the
+        game's pool as shown (the first takes seat 0); each user's connections on every
+        node get ``game_started``, then ``after[user](room)`` (their offer's ending). A
+        rated offer starts a rated game: the fenced writer rates its end."""
         app = self.cluster.app
+        seats = (players[0][0], players[1][0])
         where: list[tuple[str, ...]] = []
         seated: list[list[Any]] = []
         for user in seats:
@@ -239,9 +265,11 @@ class ClusterLobby:
             seated.append([*(here.sessions if here is not None else ()),
                            *(RemotePlayer(self.cluster, node, user.user_id) for node in nodes
                              if node != self.cluster.node_id)])
-        players = (Player(seats[0].user_id, seats[0].name, seats[0].kind),
-                   Player(seats[1].user_id, seats[1].name, seats[1].kind))
-        room = await app.games.start(offer.game, offer.options, offer.clock, players, seated)
+        seated_players = tuple(Player(user.user_id, user.name, user.kind, rating)
+                               for user, rating in players)
+        room = await app.games.start(offer.game, offer.options, offer.clock,
+                                     (seated_players[0], seated_players[1]), seated,
+                                     rated=offer.rated)
         started = room.events[0][1] if room.events else p.event_frame(
             p.GameStarted(game_id=room.game_id, seq=1, snapshot=room.snapshot()))
         for user, nodes in zip(seats, where, strict=True):
@@ -272,6 +300,21 @@ class ClusterLobby:
         if member is not None:
             for frame in body["frames"]:
                 member.send(frame)
+
+
+def _check_may_take(seek: Seek, taker: Member) -> None:
+    """``forbidden`` for a taker outside the seek's range, or a guest and a rated seek (as
+    ``server.lobby.Lobby.take_seek`` refuses them)."""
+    wanted = seek.open_seek
+    rating = taker.rating_in(wanted.game)
+    if not seek.admits(rating):
+        raise p.ProtocolError(
+            f"seek {seek.seek_id} is for players rated {wanted.rating_min or ''}.."
+            f"{wanted.rating_max or ''} in {wanted.game}; you are rated {round(rating)}",
+            code=p.ErrorCode.FORBIDDEN)
+    if seek.rated and taker.kind == "guest":
+        raise p.ProtocolError("guests play casual games only: log in to take a rated seek",
+                              code=p.ErrorCode.FORBIDDEN)
 
 
 def _online_of(user: p.User, user_id: int) -> Online:

@@ -23,6 +23,7 @@ Redis layout (under ``tessera:{cluster}:``)::
 
     seeks                      hash  seek id -> the record
     seeks:owner                hash  seek id -> "user id:offer key" (read by the scripts)
+    seeks:range                hash  seek id -> "rating:rating_min:rating_max" (pairing)
     seeks:offer:{offer key}    zset  the open seeks of one offer, scored by id (oldest first)
     seeks:user:{user id}       set   one user's open seek ids
     challenges                 hash  challenge id -> the record
@@ -51,42 +52,70 @@ from protocol import ErrorCode, ProtocolError
 from .keys import Keys
 
 
-def offer_key(game: str, options: dict[str, Any], clock: p.TimeControl) -> str:
-    """What makes two seeks compatible (same game, options and time control), as a key."""
-    canonical = msgpack.packb([game, sorted(options.items()), clock.to_wire()],
-                              use_bin_type=True)
+def offer_key(game: str, options: dict[str, Any], clock: p.TimeControl,
+              rated: bool = False) -> str:
+    """What makes two seeks compatible (same game, options and time control, both rated or
+    both casual), as a key; the rating ranges are checked on top of it."""
+    parts: list[Any] = [game, sorted(options.items()), clock.to_wire()]
+    if rated:  # a casual seek's key is what it was before seeks were rated
+        parts.append("rated")
+    canonical = msgpack.packb(parts, use_bin_type=True)
     return hashlib.sha256(canonical).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)
 class Seek:
-    """An open seek: ``open_seek`` is what the lobby lists; ``node_id`` is where its owner
-    is connected."""
+    """An open seek: ``open_seek`` is what the lobby lists (with ``rated`` and the range);
+    ``node_id`` is where its owner is connected; ``rating``: the owner's rating in the
+    game's pool when they made it, what the other side's range is checked against."""
 
     open_seek: p.OpenSeek
     user_id: int
     node_id: str
     created_ms: int
+    rating: float = 1500.0
 
     @property
     def seek_id(self) -> int:
         return self.open_seek.seek_id
 
     @property
+    def rated(self) -> bool:
+        return bool(self.open_seek.rated)
+
+    @property
     def offer_key(self) -> str:
         s = self.open_seek
-        return offer_key(s.game, dict(s.options), s.clock)
+        return offer_key(s.game, dict(s.options), s.clock, bool(s.rated))
+
+    def admits(self, rating: float) -> bool:
+        """Whether a player rated ``rating`` in the game's pool is within the range."""
+        s = self.open_seek
+        return ((s.rating_min is None or rating >= s.rating_min)
+                and (s.rating_max is None or rating <= s.rating_max))
+
+    def pairs_with(self, other: Seek) -> bool:
+        """Compatible offers of two users, each within the other's range."""
+        return (self.user_id != other.user_id and self.offer_key == other.offer_key
+                and self.admits(other.rating) and other.admits(self.rating))
+
+    @property
+    def range_entry(self) -> str:
+        """The pairing script's view: "rating:rating_min:rating_max" (empty: no bound)."""
+        s = self.open_seek
+        bound = ["" if b is None else str(b) for b in (s.rating_min, s.rating_max)]
+        return f"{self.rating!r}:{bound[0]}:{bound[1]}"
 
     def pack(self) -> bytes:
         frame = p.encode(p.SeekAdded(seek=self.open_seek))
-        return _pack([self.user_id, self.node_id, self.created_ms, frame])
+        return _pack([self.user_id, self.node_id, self.created_ms, frame, self.rating])
 
     @classmethod
     def unpack(cls, data: bytes) -> Seek:
-        user_id, node_id, created_ms, frame = msgpack.unpackb(data)
+        user_id, node_id, created_ms, frame, *rest = msgpack.unpackb(data)
         event = p.decode_server(frame)
         assert isinstance(event, p.SeekAdded)
-        return cls(event.seek, user_id, node_id, created_ms)
+        return cls(event.seek, user_id, node_id, created_ms, *rest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +152,12 @@ def _pack(value: object) -> bytes:
     return packed
 
 
+def _bounds(seek: Seek) -> list[str]:
+    """A seek's rating_min and rating_max for a script ('' for none)."""
+    s = seek.open_seek
+    return ["" if b is None else str(b) for b in (s.rating_min, s.rating_max)]
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -145,8 +180,13 @@ class SeekStore(Protocol):
         """A seek or challenge id unused so far."""
 
     async def open(self, seek: Seek, max_open: int) -> Seek | None:
-        """Pair ``seek`` with the oldest compatible seek of another user (returned, and
-        closed), or else add it (None). ``conflict`` if its owner has ``max_open``."""
+        """Pair ``seek`` with the oldest compatible seek of another user, each within the
+        other's rating range (``Seek.pairs_with``; returned, and closed), or else add it
+        (None). ``conflict`` if its owner has ``max_open``."""
+
+    async def get(self, seek_id: int) -> Seek | None:
+        """An open seek (to check its rated flag and range before taking it: neither
+        changes while it is open, and an id is never used again)."""
 
     async def take(self, seek_id: int, taker_id: int) -> Seek:
         """Close a seek for ``taker_id`` to accept: ``not_found``, or ``conflict`` if it is
@@ -181,30 +221,45 @@ class ChallengeStore(Protocol):
 # -- Redis -------------------------------------------------------------------------------------
 
 _OPEN = """
--- KEYS: seeks, owners, offer zset, my seeks; ARGV: uid, max, id, record, offer key,
--- users' seeks prefix
+-- KEYS: seeks, owners, offer zset, my seeks, ranges; ARGV: uid, max, id, record, offer key,
+-- users' seeks prefix, my rating, my rating_min, my rating_max, my range entry
+-- (a bound is '' for none): the oldest seek of another user of the same offer whose range
+-- admits my rating and whose owner's rating my range admits
 if redis.call('SCARD', KEYS[4]) >= tonumber(ARGV[2]) then return {'full'} end
+local function admits(lo, hi, rating)
+  return (lo == '' or rating >= tonumber(lo)) and (hi == '' or rating <= tonumber(hi))
+end
+local mine = tonumber(ARGV[7])
 for _, member in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
   local sep = string.find(member, ':', 1, true)
   local id, owner = string.sub(member, 1, sep - 1), string.sub(member, sep + 1)
   if owner ~= ARGV[1] then
-    local record = redis.call('HGET', KEYS[1], id)
-    redis.call('HDEL', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id)
-    redis.call('ZREM', KEYS[3], member)
-    redis.call('SREM', ARGV[6] .. owner, id)
-    return {'paired', record}
+    local entry = redis.call('HGET', KEYS[5], id) or '1500::'
+    local a = string.find(entry, ':', 1, true)
+    local b = string.find(entry, ':', a + 1, true)
+    local theirs = tonumber(string.sub(entry, 1, a - 1))
+    if admits(string.sub(entry, a + 1, b - 1), string.sub(entry, b + 1), mine)
+        and admits(ARGV[8], ARGV[9], theirs) then
+      local record = redis.call('HGET', KEYS[1], id)
+      redis.call('HDEL', KEYS[1], id)
+      redis.call('HDEL', KEYS[2], id)
+      redis.call('HDEL', KEYS[5], id)
+      redis.call('ZREM', KEYS[3], member)
+      redis.call('SREM', ARGV[6] .. owner, id)
+      return {'paired', record}
+    end
   end
 end
 redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[1] .. ':' .. ARGV[5])
+redis.call('HSET', KEYS[5], ARGV[3], ARGV[10])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[3] .. ':' .. ARGV[1])
 redis.call('SADD', KEYS[4], ARGV[3])
 return {'added'}
 """
 _CLOSE_SEEK = """
--- KEYS: seeks, owners; ARGV: id, uid, mode (take | cancel | withdraw), offers prefix,
--- users' seeks prefix
+-- KEYS: seeks, owners, ranges; ARGV: id, uid, mode (take | cancel | withdraw), offers
+-- prefix, users' seeks prefix
 local meta = redis.call('HGET', KEYS[2], ARGV[1])
 if not meta then return {'not_found'} end
 local sep = string.find(meta, ':', 1, true)
@@ -214,6 +269,7 @@ if ARGV[3] ~= 'take' and owner ~= ARGV[2] then return {'forbidden'} end
 local record = redis.call('HGET', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('ZREM', ARGV[4] .. offer, ARGV[1] .. ':' .. owner)
 redis.call('SREM', ARGV[5] .. owner, ARGV[1])
 return {'closed', record}
@@ -265,12 +321,17 @@ class RedisSeeks:
         k = self.keys
         outcome = await self._open(
             keys=[k.seeks, k.seek_owners, k.seeks_matching(seek.offer_key),
-                  k.seeks_of(seek.user_id)],
+                  k.seeks_of(seek.user_id), k.seek_ranges],
             args=[seek.user_id, max_open, seek.seek_id, seek.pack(), seek.offer_key,
-                  k.seeks_of_prefix])
+                  k.seeks_of_prefix, repr(seek.rating), *_bounds(seek), seek.range_entry])
         if outcome[0] == b"full":
             raise _refuse("full", f"at most {max_open} open seeks")
         return Seek.unpack(outcome[1]) if outcome[0] == b"paired" else None
+
+    async def get(self, seek_id: int) -> Seek | None:
+        record: bytes | None = await self.redis.hget(  # type: ignore[assignment]
+            self.keys.seeks, str(seek_id))
+        return None if record is None else Seek.unpack(record)
 
     async def take(self, seek_id: int, taker_id: int) -> Seek:
         return await self._close_one(seek_id, taker_id, "take")
@@ -303,7 +364,7 @@ class RedisSeeks:
     async def _run_close(self, seek_id: int, user_id: int, mode: str) -> list[Any]:
         k = self.keys
         result: list[Any] = await self._close(
-            keys=[k.seeks, k.seek_owners],
+            keys=[k.seeks, k.seek_owners, k.seek_ranges],
             args=[seek_id, user_id, mode, k.seeks_matching_prefix, k.seeks_of_prefix])
         return result
 
@@ -375,13 +436,15 @@ class MemorySeeks:
     async def open(self, seek: Seek, max_open: int) -> Seek | None:
         if sum(s.user_id == seek.user_id for s in self._seeks.values()) >= max_open:
             raise _refuse("full", f"at most {max_open} open seeks")
-        partner = next((s for s in self._seeks.values() if s.user_id != seek.user_id
-                        and s.offer_key == seek.offer_key), None)
+        partner = next((s for s in self._seeks.values() if s.pairs_with(seek)), None)
         if partner is not None:
             del self._seeks[partner.seek_id]
             return partner
         self._seeks[seek.seek_id] = seek
         return None
+
+    async def get(self, seek_id: int) -> Seek | None:
+        return self._seeks.get(seek_id)
 
     async def take(self, seek_id: int, taker_id: int) -> Seek:
         seek = self._seeks.get(seek_id)

@@ -8,7 +8,7 @@ offers in Redis and serves these requests with ``server.cluster.lobby``.
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import protocol as p
 
@@ -36,7 +36,17 @@ async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMes
     return p.Ok(id=m.id)
 
 
-def check_rated(offer: Offer, *members: Member) -> None:
+class Someone(Protocol):
+    """A member here, or a user online on another node (``server.cluster.presence``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+
+def check_rated(offer: Offer, *members: Someone) -> None:
     """A rated offer needs a clock and no guest (ProtocolError saying why otherwise)."""
     if not offer.rated:
         return
@@ -50,23 +60,18 @@ def check_rated(offer: Offer, *members: Member) -> None:
                                   "out rated, or log in", code=p.ErrorCode.FORBIDDEN)
 
 
-def refuse_rated_on_a_cluster(rated: bool | None) -> None:
-    """A cluster's lobby (server.cluster.lobby) does not carry the rated flag yet: a rated
-    offer is refused there rather than played casual (docs/RATINGS.md, "Limits")."""
-    if rated:
-        raise p.ProtocolError("rated games are not offered on a cluster yet: leave out rated",
-                              code=p.ErrorCode.BAD_REQUEST)
+def seek_offer(m: p.Seek) -> Offer:
+    """What a seek proposes; ``bad_request`` for a range upside down."""
+    if m.rating_min is not None and m.rating_max is not None and m.rating_min > m.rating_max:
+        raise p.BadRequest("seek: rating_min is above rating_max", request_id=m.id)
+    return Offer(m.game, dict(m.options), m.clock, bool(m.rated), m.rating_min, m.rating_max)
 
 
 async def on_seek(s: Session, m: p.Seek) -> p.ServerMessage:
-    if s.app.cluster is not None:  # offers and presence across nodes
-        refuse_rated_on_a_cluster(m.rated)
-        return await s.app.cluster.lobby.seek(s, m)
-    if m.rating_min is not None and m.rating_max is not None and m.rating_min > m.rating_max:
-        raise p.BadRequest("seek: rating_min is above rating_max", request_id=m.id)
-    offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated), m.rating_min,
-                  m.rating_max)
+    offer = seek_offer(m)
     check_rated(offer, s.me())
+    if s.app.cluster is not None:  # offers and presence across nodes
+        return await s.app.cluster.lobby.seek(s, m, offer)
     check_can_play(s, s.me())
     seek_id, partner = s.app.lobby.add_seek(s.me(), offer, address_key(s.peer),
                                             lambda member: can_play(s, member))
@@ -102,7 +107,6 @@ async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
 
 async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
     if s.app.cluster is not None:  # offers and presence across nodes
-        refuse_rated_on_a_cluster(m.rated)
         return await s.app.cluster.lobby.challenge(s, m)
     lobby = s.app.lobby
     target = lobby.by_name(m.to)

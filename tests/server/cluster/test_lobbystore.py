@@ -66,6 +66,44 @@ async def test_a_seek_pairs_with_the_oldest_compatible_one(
     assert (await seeks.listing())[0] == other_clock  # the record round-trips whole
 
 
+async def rated_seek(store: SeekStore, user_id: int, rating: float, *, rated: bool = True,
+                     low: int | None = None, high: int | None = None) -> Seek:
+    return Seek(p.OpenSeek(seek_id=await store.new_id(),
+                           user=p.User(name=f"user{user_id}", kind="human"), game="hadron",
+                           options={}, clock=FAST, rated=rated or None, rating_min=low,
+                           rating_max=high), user_id, f"node{user_id}",
+                1_767_225_600_000 + user_id, rating)
+
+
+async def test_rated_seeks_pair_only_with_rated_ones_within_both_ranges(
+        stores: tuple[SeekStore, ChallengeStore]) -> None:
+    seeks, _ = stores
+    strong = await rated_seek(seeks, 1, 1800.0, low=1700)  # wants 1700 or more
+    casual = await rated_seek(seeks, 2, 1800.0, rated=False)
+    for opened in (strong, casual):
+        assert await seeks.open(opened, 5) is None
+    # 1500 is below the strong seek's range, and casual seeks never pair with rated ones
+    weak = await rated_seek(seeks, 3, 1500.0)
+    assert await seeks.open(weak, 5) is None
+    # in the strong seek's range, but the strong player is above this one's range (and
+    # the weak one below it)
+    capped = await rated_seek(seeks, 4, 1750.0, low=1600, high=1790)
+    assert await seeks.open(capped, 5) is None
+    # the oldest rated seek whose range admits 1720 and whose owner 1720's range admits
+    assert await seeks.open(await rated_seek(seeks, 5, 1720.0, low=1600), 5) == strong
+    assert [s.seek_id for s in await seeks.listing()] == [
+        casual.seek_id, weak.seek_id, capped.seek_id]
+    listed = {s.seek_id: s for s in await seeks.listing()}
+    assert listed[capped.seek_id] == capped  # rated flag, range and rating round-trip
+    assert await seeks.get(capped.seek_id) == capped
+    assert await seeks.get(strong.seek_id) is None
+    # a casual seek of the same offer pairs with the casual one only
+    assert await seeks.open(await rated_seek(seeks, 6, 1000.0, rated=False), 5) == casual
+    assert await seeks.take(weak.seek_id, 6) == weak
+    assert await seeks.cancel(capped.seek_id, 4) == capped
+    assert await seeks.listing() == []
+
+
 async def test_open_seeks_are_bounded_per_user(stores: tuple[SeekStore, ChallengeStore]
                                                ) -> None:
     seeks, _ = stores
