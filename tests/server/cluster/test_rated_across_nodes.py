@@ -1,0 +1,120 @@
+"""Rated games across nodes: real node processes on the real Redis and PostgreSQL.
+
+Two registered players on different nodes: a rated seek pairs with a rated one only (never a
+casual one), within the ranges; the game starts rated on the node that paired it and its end
+changes both rating rows, equal to ``tessera ratings verify``'s recomputation; the lobby on
+every node lists the rated flag, the range and the owner's rating as a lone server does; a
+rated challenge crosses nodes with the players' new ratings.
+"""
+
+from __future__ import annotations
+
+import random
+
+import engine
+import protocol as p
+from tests.server.support import Clients, Game, Player, run_cli
+
+from .conftest import Cluster
+
+CLOCK = p.Fischer(base_ms=600_000, increment_ms=0)
+
+
+def game_of(started: p.GameStarted, *players: Player) -> Game:
+    """The test's view of a started game, its players in their seats."""
+    snapshot = started.snapshot
+    by_name = {player.name: player for player in players}
+    seated = (by_name[snapshot.players[0].name], by_name[snapshot.players[1].name])
+    return Game(snapshot.game_id, snapshot.game, dict(snapshot.options), seated, started,
+                engine.new_game(snapshot.game, **snapshot.options))
+
+
+async def play_out(game: Game, rng: random.Random) -> p.GameOver:
+    while not game.state.is_over:
+        await game.play(rng=rng)
+    over = await game.players[0].wait_for(p.GameOver, game_id=game.game_id)
+    assert await game.players[1].wait_for(p.GameOver, game_id=game.game_id) == over
+    return over
+
+
+async def test_a_rated_game_between_nodes_rates_both_players(cluster: Cluster) -> None:
+    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    clients = Clients(a_node.url)
+    try:
+        alice = await clients.register("alice", "correct horse")
+        bob = await clients.register("bob", "battery staple", b_node.url)
+        watcher = await clients.spectator(b_node.url)
+        assert isinstance(await watcher.call(p.LobbySubscribe), p.Lobby)
+
+        # a guest may not make or take a rated offer on a cluster either
+        guest = await clients.guest(b_node.url)
+        refused = await guest.refused(p.Seek, game="hadron", options={}, clock=CLOCK,
+                                      rated=True)
+        assert refused.code == "forbidden"
+
+        # alice's rated seek is listed (on b) as on one process: rated, range, rating
+        wanted = await alice.call(p.Seek, game="hadron", options={}, clock=CLOCK,
+                                  rated=True, rating_max=1600)
+        added = await watcher.wait_for(p.SeekAdded)
+        assert (added.seek.seek_id, added.seek.rated, added.seek.rating_max) == (
+            wanted.seek_id, True, 1600)
+        error = await guest.refused(p.AcceptSeek, seek_id=wanted.seek_id)
+        assert error.code == "forbidden" and "guests" in str(error)
+        # bob's casual seek of the same offer does not pair with it
+        casual = await bob.call(p.Seek, game="hadron", options={}, clock=CLOCK)
+        assert casual.seek_id != wanted.seek_id
+        listed = (await bob.call(p.LobbySubscribe)).seeks
+        assert [(s.seek_id, s.rated) for s in listed] == [
+            (wanted.seek_id, True), (casual.seek_id, None)]
+        # bob's rated one does (on node b: b owns the game)
+        mine = await bob.call(p.Seek, game="hadron", options={}, clock=CLOCK, rated=True)
+        started = await bob.wait_for(p.GameStarted)
+        assert started.snapshot.rated is True
+        assert (await alice.wait_for(p.GameStarted)) == started
+        assert (await alice.wait_for(p.SeekTaken)).seek_id == wanted.seek_id
+        assert (await bob.wait_for(p.SeekTaken)).seek_id == mine.seek_id
+        game = game_of(started, alice, bob)
+
+        over = await play_out(game, random.Random(14))
+        assert over.winner is not None and over.rating_changes is not None, cluster.logs()
+        changes = {game.players[seat].name: change
+                   for seat, change in enumerate(over.rating_changes)}
+        for change in changes.values():
+            assert change.rating_before == 1500 and change.rating_after != 1500
+        record = await game.record(alice)  # asked on node a
+        assert record.rated is True and record.rating_changes == over.rating_changes
+
+        # both rows changed, and equal the recomputation from the stored games
+        for player in (alice, bob):
+            profile = await alice.call(p.GetProfile, name=player.name)
+            [pool] = profile.user.ratings or ()
+            assert (pool.game, pool.games) == ("hadron", 1)
+            assert pool.rating == round(changes[player.name].rating_after)
+        verified = await run_cli("ratings", "verify", "--db", cluster.db_url)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+
+        # alice's node learns her new rating though b played the game: her next seek
+        # shows it, and a rated challenge from b to a carries both new ratings
+        again = await alice.call(p.Seek, game="hadron", options={}, clock=CLOCK, rated=True)
+        relisted = [s for s in (await bob.call(p.LobbySubscribe)).seeks
+                    if s.seek_id == again.seek_id]
+        assert relisted[0].user.rating is not None
+        assert relisted[0].user.rating.rating == round(changes[alice.name].rating_after)
+        await alice.call(p.CancelSeek, seek_id=again.seek_id)
+        created = await bob.call(p.Challenge, to=alice.name, game="hadron", options={},
+                                 clock=CLOCK, color=0, rated=True)
+        received = await alice.wait_for(p.ChallengeReceived,
+                                        challenge_id=created.challenge_id)
+        assert received.rated is True and received.from_.rating is not None
+        await alice.call(p.AcceptChallenge, challenge_id=created.challenge_id)
+        second = await bob.wait_for(p.GameStarted)
+        assert second.snapshot.rated is True
+        assert [u.rating.rating if u.rating else None for u in second.snapshot.players] == [
+            round(changes[bob.name].rating_after), round(changes[alice.name].rating_after)]
+        await bob.call(p.Resign, game_id=second.game_id)
+        resigned = await alice.wait_for(p.GameOver, game_id=second.game_id)
+        assert resigned.winner == 1 and resigned.rating_changes is not None
+        verified = await run_cli("ratings", "verify", "--db", cluster.db_url)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+    finally:
+        await clients.close_all()
