@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import protocol as p
 from server.handlers.lobby import check_rated
 from server.lobby import Member, Offer
+from server.ratings.shown import shown
 from server.rooms import GameRoom, Player
 
 from .feeds import Feed
@@ -126,8 +127,15 @@ class ClusterLobby:
         self.cluster.app.lobby.subscribers.add(s)
         seeks = await self.seeks.listing()
         online = await self.presence.everyone()
+        # with their ratings in every pool as stored, as a lone server lists its members
+        ratings = await self.cluster.app.store.ratings.of_users(
+            [u.user_id for u in online if u.kind != "guest"])
+        period_s = self.cluster.app.lobby.rating_period_s
         return p.Lobby(id=m.id, seeks=tuple(seek.open_seek for seek in seeks),
-                       players=tuple(p.User(name=u.name, kind=u.kind)  # type: ignore[arg-type]
+                       players=tuple(p.User(name=u.name, kind=u.kind,  # type: ignore[arg-type]
+                                            ratings=tuple(shown(pool, period_s) for pool
+                                                          in ratings.get(u.user_id, ()))
+                                            or None)
                                      for u in online))
 
     async def fresh(self, member: Member) -> Member:

@@ -92,6 +92,14 @@ async def test_a_rated_game_between_nodes_rates_both_players(cluster: Cluster) -
             assert pool.rating == round(changes[player.name].rating_after)
         verified = await run_cli("ratings", "verify", "--db", cluster.db_url)
         assert verified.returncode == 0, verified.stdout + verified.stderr
+        # the online list shows both ratings, on either node
+        for node in (a_node, b_node):
+            onlookers = await clients.spectator(node.url)
+            players = {u.name: u for u in (await onlookers.call(p.LobbySubscribe)).players}
+            for player in (alice, bob):
+                [pool] = players[player.name].ratings or ()
+                assert pool.rating == round(changes[player.name].rating_after)
+            assert players[guest.name].ratings is None
 
         # alice's node learns her new rating though b played the game: her next seek
         # shows it, and a rated challenge from b to a carries both new ratings
