@@ -39,7 +39,7 @@ from .lobby import Lobby, Member, Offer
 from .logs import AcceptFailureLog
 from .metrics import Metrics
 from .ratelimit import BucketTable
-from .rematch import Rematches
+from .rematch import Rematches, RematchOffers
 from .revocation import enforce_revocations
 from .rooms import GameRoom
 from .session import Session
@@ -70,8 +70,9 @@ class App:
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
                            on_rated=self._rated)
         self.history = History(self.games, self.store)
-        self.rematches = Rematches(self.games, self.lobby, self._start)
-        self.lobby.on_left.append(self.rematches.member_left)
+        rematches = Rematches(self.games, self.lobby, self._start)
+        self.lobby.on_left.append(rematches.member_left)
+        self.rematches: RematchOffers = rematches  # a cluster node's are its own
         self.ladder = Ladder(self.lobby, lambda user_id: bool(self.games.active_of(user_id)),
                              self._start)
         self.files = open_files_limit()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import protocol as p
 
@@ -21,6 +21,17 @@ if TYPE_CHECKING:
     from .games import Games
 
 StartGame = Callable[[Offer, tuple[Member, Member]], Awaitable[GameRoom]]
+
+
+class RematchOffers(Protocol):
+    """What the rematch requests need: ``Rematches`` here, ``server.cluster.rematch`` on a
+    cluster node."""
+
+    async def offer(self, user_id: int, game_id: str) -> None: ...
+
+    async def accept(self, user_id: int, game_id: str) -> None: ...
+
+    async def decline(self, user_id: int, game_id: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,6 +141,19 @@ class Keys:
         """Set: the pending challenges a user made or received."""
         return f"{self.challenges_of_prefix}{user_id}"
 
+    @property
+    def rematches(self) -> str:
+        """Hash: finished game id -> "offering seat:seat 0's user id:seat 1's user id"."""
+        return f"{self.prefix}rematches"
+
+    @property
+    def rematches_of_prefix(self) -> str:
+        return f"{self.prefix}rematches:user:"
+
+    def rematches_of(self, user_id: int) -> str:
+        """Set: the games a user has a rematch offer open for (made or received)."""
+        return f"{self.rematches_of_prefix}{user_id}"
+
     def bucket(self, scope: str, subject: str | int) -> str:
         """Hash: one token bucket (``scope`` names the limit, e.g. ``account``)."""
         return f"{self.prefix}bucket:{scope}:{subject}"

@@ -33,6 +33,7 @@ from server.rooms import GameRoom, Player
 from .feeds import Feed
 from .lobbystore import Challenge, RedisChallenges, RedisSeeks, Seek, now_ms
 from .presence import Online, RedisPresence
+from .rematch import ClusterRematches
 
 if TYPE_CHECKING:
     from server.session import Session
@@ -69,6 +70,7 @@ class ClusterLobby:
         self.challenges = RedisChallenges(redis, keys)
         self.presence = RedisPresence(redis, keys, cluster.node_id, lambda: cluster.live_nodes)
         self.feed = Feed(cluster.bus, keys.lobby_channel, self._deliver)
+        self.rematches = ClusterRematches(cluster)
 
     async def start(self) -> None:
         await self.feed.start()
@@ -94,6 +96,7 @@ class ClusterLobby:
                 await self.announce(p.SeekRemoved(seek_id=seek.seek_id))
             for challenge in await self.challenges.withdraw_all(user.user_id):
                 await self._tell_ended(challenge, "cancelled", None)
+            await self.rematches.withdraw_all(user.user_id)
             await self.announce(p.PlayerOffline(name=user.name))
 
     async def rejoin(self, member: Member) -> None:
@@ -110,6 +113,7 @@ class ClusterLobby:
             await self.announce(p.SeekRemoved(seek_id=seek.seek_id))
         for challenge in await self.challenges.withdraw_all(member.user_id):
             await self._tell_ended(challenge, "cancelled", None)
+        await self.rematches.withdraw_all(member.user_id)
         await self.announce(p.PlayerOffline(name=member.name))
 
     async def find(self, name: str) -> Online | None:

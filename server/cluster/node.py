@@ -183,6 +183,7 @@ class ClusterNode:
         app.cluster = self
         app.games.make_room = owned_room_class(self)
         app.games.ownership = self
+        app.rematches = self.lobby.rematches  # offers across nodes, in Redis
         for op, handler in (("game", self._serve_game), ("follow", self._serve_follow),
                             ("seat", self._serve_seat), ("events", self._serve_events),
                             ("seat_player", self._serve_seat_player),

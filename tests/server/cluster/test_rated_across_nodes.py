@@ -126,3 +126,64 @@ async def test_a_rated_game_between_nodes_rates_both_players(cluster: Cluster) -
         assert verified.returncode == 0, verified.stdout + verified.stderr
     finally:
         await clients.close_all()
+
+
+async def test_a_rematch_crosses_nodes_and_lapses_when_a_player_leaves(
+        cluster: Cluster) -> None:
+    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    clients = Clients(a_node.url)
+    try:
+        alice = await clients.register("alice", "correct horse")
+        bob = await clients.register("bob", "battery staple", b_node.url)
+        # a rated challenge from a, accepted on b: b owns the game
+        created = await alice.call(p.Challenge, to=bob.name, game="hadron", options={},
+                                   clock=CLOCK, color=0, rated=True)
+        await bob.wait_for(p.ChallengeReceived, challenge_id=created.challenge_id)
+        await bob.call(p.AcceptChallenge, challenge_id=created.challenge_id)
+        game = game_of(await alice.wait_for(p.GameStarted), alice, bob)
+        over = await play_out(game, random.Random(5))
+        assert over.rating_changes is not None
+
+        # offered on a, the game b played: bob hears it on b and accepts there
+        await alice.call(p.OfferRematch, game_id=game.game_id)
+        offered = await bob.wait_for(p.RematchOffered, game_id=game.game_id)
+        assert offered.by == 0
+        assert (await alice.wait_for(p.RematchOffered, game_id=game.game_id)) == offered
+        await bob.call(p.AcceptRematch, game_id=game.game_id)
+        started = await alice.wait_for(p.GameStarted)  # on a, before rematch_ended
+        ended = await alice.wait_for(p.RematchEnded, game_id=game.game_id)
+        assert (ended.reason, ended.new_game_id) == ("accepted", started.game_id)
+        assert (await bob.wait_for(p.RematchEnded, game_id=game.game_id)) == ended
+        snapshot = started.snapshot
+        assert [u.name for u in snapshot.players] == ["bob", "alice"]  # colours swapped
+        assert (snapshot.game, snapshot.options, snapshot.clock, snapshot.rated) == (
+            "hadron", game.options, CLOCK, True)
+        assert [u.rating.rating if u.rating else None for u in snapshot.players] == [
+            round(over.rating_changes[1].rating_after),
+            round(over.rating_changes[0].rating_after)]
+        error = await alice.refused(p.AcceptRematch, game_id=game.game_id)
+        assert error.code == "not_found"  # taken once
+        rematch = game_of(started, alice, bob)
+        await rematch.play(rng=random.Random(1))  # the rematch plays across the nodes
+        await alice.call(p.Resign, game_id=rematch.game_id)
+        await bob.wait_for(p.GameOver, game_id=rematch.game_id)
+
+        # declined on b, both hear it; then an offer lapses when its maker leaves
+        await alice.call(p.OfferRematch, game_id=rematch.game_id)
+        await bob.wait_for(p.RematchOffered, game_id=rematch.game_id, by=1)
+        await bob.call(p.DeclineRematch, game_id=rematch.game_id)
+        declined = await alice.wait_for(p.RematchEnded, game_id=rematch.game_id)
+        assert declined.reason == "declined"
+        await bob.call(p.OfferRematch, game_id=rematch.game_id)
+        await alice.wait_for(p.RematchOffered, game_id=rematch.game_id, by=0)
+        await bob.close()
+        lapsed = await alice.wait_for(p.RematchEnded, game_id=rematch.game_id)
+        assert lapsed.reason == "lapsed"
+        error = await alice.refused(p.AcceptRematch, game_id=rematch.game_id)
+        assert error.code == "not_found"
+        error = await alice.refused(p.OfferRematch, game_id=rematch.game_id)
+        assert error.code == "conflict" and "bob is not online" in str(error)
+        verified = await run_cli("ratings", "verify", "--db", cluster.db_url)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+    finally:
+        await clients.close_all()
