@@ -183,3 +183,29 @@ async def test_a_seek_is_taken_once_whichever_clients_race(
     finally:
         for client in clients:
             await client.aclose()
+
+
+async def test_rated_seeks_with_ranges_racing_pair_once_and_within_range(
+        redis_url: str, keys: Keys) -> None:
+    clients = [aioredis.Redis.from_url(redis_url) for _ in range(8)]
+    stores = [RedisSeeks(client, keys) for client in clients]
+    try:
+        # 40 users rated 1400..1790, each wanting an opponent within 50 points, all at once
+        made = []
+        for k in range(40):
+            rating = 1400 + 10 * (k * 7 % 40)
+            made.append(await rated_seek(stores[0], 300 + k, float(rating),
+                                         low=rating - 50, high=rating + 50))
+        partners = await asyncio.gather(*(stores[k % 8].open(made[k], 5) for k in range(40)))
+        pairs = [(made[k], partner) for k, partner in enumerate(partners) if partner]
+        paired = [seek.seek_id for pair in pairs for seek in pair]
+        still_open = await stores[0].listing()
+        assert len(set(paired)) == len(paired)  # nobody paired twice
+        assert not set(paired) & {s.seek_id for s in still_open}
+        assert len(paired) + len(still_open) == 40
+        assert all(a.pairs_with(b) for a, b in pairs)  # each within the other's range
+        # no two seeks left waiting could have paired
+        assert not any(a.pairs_with(b) for a in still_open for b in still_open)
+    finally:
+        for client in clients:
+            await client.aclose()
