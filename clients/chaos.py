@@ -242,17 +242,23 @@ async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: 
 async def _start_games_across(urls: list[str], n: int
                               ) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
     """``_start_games`` on a cluster: game i's players on nodes i and i + 1 (the second
-    accepts, so its node owns the game and the first plays it from another node)."""
+    accepts, so its node owns the game and the first plays it from another node); every
+    other game rated, between registered players, as on one process."""
     out = []
     for i in range(n):
         url_a, url_b = urls[i % len(urls)], urls[(i + 1) % len(urls)]
-        a, b = await _guest(url_a), await _guest(url_b)
+        rated = i % 2 == 0
+        if rated:
+            a, b = await _registered(url_a, f"ca{i}"), await _registered(url_b, f"cb{i}")
+        else:
+            a, b = await _guest(url_a), await _guest(url_b)
         game, options = GAMES[i % len(GAMES)]
         async with await Connection.open(url_a) as ca, await Connection.open(url_b) as cb:
             await ca.call(p.AuthToken, token=a[1])
             await cb.call(p.AuthToken, token=b[1])
             created = await ca.call(p.Challenge, to=b[0], game=game, options=options,
-                                    clock=p.Unlimited(), color=i % 2)
+                                    clock=RATED_CLOCK if rated else p.Unlimited(),
+                                    color=i % 2, rated=True if rated else None)
             assert isinstance(created, p.ChallengeCreated)
             await cb.call(p.AcceptChallenge, challenge_id=created.challenge_id)
             started = await ca.wait_for(p.GameStarted)
@@ -272,7 +278,8 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
     failovers: list[float] = []
     async with PrivateCluster(workdir, nodes, db_url=db_url, redis_url=redis_url,
                               lease_ms=lease_ms,
-                              extra_args=("--guests-per-hour", "0")) as cluster:
+                              extra_args=("--guests-per-hour", "0",
+                                          "--logins-per-minute", "0")) as cluster:
         for node in cluster.nodes:
             await asyncio.to_thread(node.start)
         urls = cluster.urls
@@ -369,8 +376,7 @@ def check(db_path: Path | None, db_url: str, ledger: Ledger) -> dict[str, Any]:
             integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     else:
         integrity = "ok" if seq_order_ok else "event numbers out of order"
-    # the ratings: recomputed from the stored games by `tessera ratings verify` (a cluster's
-    # games are casual: it does not offer rated ones yet)
+    # the ratings: recomputed from the stored games by `tessera ratings verify`
     rated = sum(1 for line in dump.stdout.splitlines() if json.loads(line).get("rated"))
     differences = 0
     if rated:

@@ -46,6 +46,8 @@ def test_chaos_on_a_cluster_loses_nothing_and_times_the_failovers() -> None:
     assert (result["kills"], result["nodes"]) == (2, 3)
     assert result["finished"] == result["games"] == 6
     assert result["lost"] == result["duplicated"] == result["replay_mismatches"] == 0
+    assert result["rated"] == 3  # every other game, rated across nodes: verified equal
+    assert result["rating_differences"] == 0
     assert result["integrity"] == "ok"
     assert result["failovers_measured"] >= 1  # a killed node owned a game, which moved on
     assert 0 < result["failover_p50_s"] <= result["failover_p99_s"]
