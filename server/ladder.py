@@ -61,6 +61,14 @@ class Ladder:
     def leave(self, user_id: int) -> None:
         self.games_of.pop(user_id, None)
 
+    async def enter(self, member: Member, games: list[str]) -> None:
+        """``ladder_join`` (a cluster's ladder also records it for every node)."""
+        self.join(member, games)
+
+    async def exit(self, user_id: int) -> None:
+        """``ladder_leave``, or the bot went offline."""
+        self.leave(user_id)
+
     def members(self, game: str) -> list[int]:
         """The ids of the bots on a game's ladder."""
         return [user_id for user_id, games in self.games_of.items() if game in games]
@@ -74,16 +82,24 @@ class Ladder:
             except Exception:
                 log.exception("ladder round failed")
 
+    async def online(self, game: str) -> list[Member]:
+        """The bots on a game's ladder that are online (a cluster's: on any node)."""
+        return [member for user_id in self.members(game)
+                if (member := self._lobby.members.get(user_id)) is not None]
+
+    async def busy(self, user_id: int) -> bool:
+        """Whether a bot is in a game (a cluster's: on any node)."""
+        return self._busy(user_id)
+
     async def play_round(self) -> list[GameRoom]:
         """Pair the idle bots of every game's ladder and start their games."""
         self.rounds += 1
         started: list[GameRoom] = []
         taken: set[int] = set()  # a bot on two ladders plays one game a round
         for game in sorted({game for games in self.games_of.values() for game in games}):
-            online = [member for user_id in self.members(game)
-                      if (member := self._lobby.members.get(user_id)) is not None]
+            online = await self.online(game)
             idle = [member for member in online
-                    if member.user_id not in taken and not self._busy(member.user_id)]
+                    if member.user_id not in taken and not await self.busy(member.user_id)]
             for first, second in self.pairs(game, idle, alone=len(online) == 2):
                 taken.update((first.user_id, second.user_id))
                 offer = Offer(game, dict(engine.get_game(game).new().options), self.clock, True)

@@ -154,6 +154,16 @@ class Keys:
         """Set: the games a user has a rematch offer open for (made or received)."""
         return f"{self.rematches_of_prefix}{user_id}"
 
+    @property
+    def ladder(self) -> str:
+        """Hash: a ladder bot's user id -> [name, kind, the games it plays] (msgpack)."""
+        return f"{self.prefix}ladder"
+
+    @property
+    def ladder_leader(self) -> str:
+        """String, PX: the node that pairs the ladder's rounds (``node/incarnation``)."""
+        return f"{self.prefix}ladder:leader"
+
     def bucket(self, scope: str, subject: str | int) -> str:
         """Hash: one token bucket (``scope`` names the limit, e.g. ``account``)."""
         return f"{self.prefix}bucket:{scope}:{subject}"

@@ -97,6 +97,7 @@ class ClusterLobby:
             for challenge in await self.challenges.withdraw_all(user.user_id):
                 await self._tell_ended(challenge, "cancelled", None)
             await self.rematches.withdraw_all(user.user_id)
+            await self.cluster.app.ladder.exit(user.user_id)
             await self.announce(p.PlayerOffline(name=user.name))
 
     async def rejoin(self, member: Member) -> None:
@@ -114,6 +115,7 @@ class ClusterLobby:
         for challenge in await self.challenges.withdraw_all(member.user_id):
             await self._tell_ended(challenge, "cancelled", None)
         await self.rematches.withdraw_all(member.user_id)
+        await self.cluster.app.ladder.exit(member.user_id)
         await self.announce(p.PlayerOffline(name=member.name))
 
     async def find(self, name: str) -> Online | None:

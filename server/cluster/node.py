@@ -64,6 +64,7 @@ from .config import ClusterSettings
 from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
 from .feeds import Revocations
 from .keys import Keys, as_str
+from .ladder import ClusterLadder
 from .leases import Leases, LostReason, owner_node, owner_value
 from .lobby import ClusterLobby
 from .nodes import NodeRegistry
@@ -184,6 +185,8 @@ class ClusterNode:
         app.games.make_room = owned_room_class(self)
         app.games.ownership = self
         app.rematches = self.lobby.rematches  # offers across nodes, in Redis
+        app.ladder = ClusterLadder(  # bots on any nodes, paired by one node
+            self, owner_value(self.settings.node_id, self.settings.incarnation))
         for op, handler in (("game", self._serve_game), ("follow", self._serve_follow),
                             ("seat", self._serve_seat), ("events", self._serve_events),
                             ("seat_player", self._serve_seat_player),

@@ -102,14 +102,14 @@ async def on_decline_rematch(s: Session, m: p.DeclineRematch) -> p.ServerMessage
 
 async def on_ladder_join(s: Session, m: p.LadderJoin) -> p.ServerMessage:
     try:
-        s.app.ladder.join(s.me(), list(m.games))
+        await s.app.ladder.enter(s.me(), list(m.games))
     except KeyError as exc:
         raise p.BadRequest(f"ladder_join: no game {exc}", request_id=m.id) from None
     return p.Ok(id=m.id)
 
 
 async def on_ladder_leave(s: Session, m: p.LadderLeave) -> p.ServerMessage:
-    s.app.ladder.leave(s.uid())
+    await s.app.ladder.exit(s.uid())
     return p.Ok(id=m.id)
 
 

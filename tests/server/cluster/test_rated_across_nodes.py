@@ -4,15 +4,20 @@ Two registered players on different nodes: a rated seek pairs with a rated one o
 casual one), within the ranges; the game starts rated on the node that paired it and its end
 changes both rating rows, equal to ``tessera ratings verify``'s recomputation; the lobby on
 every node lists the rated flag, the range and the owner's rating as a lone server does; a
-rated challenge crosses nodes with the players' new ratings.
+rated challenge crosses nodes with the players' new ratings; a rematch crosses nodes; the
+ladder pairs bots connected to different nodes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
 
 import engine
 import protocol as p
+from clients.bots.random_bot import RandomBot
+from clients.sdk import BotRunner, Policy
 from tests.server.support import Clients, Game, Player, run_cli
 
 from .conftest import Cluster
@@ -187,3 +192,46 @@ async def test_a_rematch_crosses_nodes_and_lapses_when_a_player_leaves(
         assert verified.returncode == 0, verified.stdout + verified.stderr
     finally:
         await clients.close_all()
+
+
+async def test_the_ladder_pairs_bots_on_different_nodes(cluster: Cluster) -> None:
+    nodes = [await cluster.start(name, "--ladder-round", "0.3") for name in ("a", "b")]
+    names = ("lc-ann", "lc-bea", "lc-cid", "lc-dot")  # two on each node
+    runners = []
+    for index, name in enumerate(names):
+        made = await run_cli("admin", "create-bot", name, "--db", cluster.db_url)
+        assert made.returncode == 0, made.stderr
+        token = next(line.split(": ", 1)[1] for line in made.stdout.splitlines()
+                     if line.startswith("token "))
+        runners.append(BotRunner(RandomBot(seed=index), url=nodes[index // 2].url,
+                                 token=token, backoff_s=(0.1, 0.5),
+                                 policy=Policy(ladder=("hadron",),
+                                               accept_from=frozenset())))
+    tasks = [asyncio.create_task(runner.run()) for runner in runners]
+    clients = Clients(nodes[0].url)
+    try:
+        await asyncio.wait_for(asyncio.gather(*(r.ready.wait() for r in runners)), 30)
+        for _ in range(1200):  # six games, each counted by both of its bots
+            if sum(len(r.results) for r in runners) >= 12:
+                break
+            await asyncio.sleep(0.1)
+        # the standings on either node list the four bots, wherever they joined
+        for node in nodes:
+            spectator = await clients.spectator(node.url)
+            standings = await spectator.call(p.GetStandings, game="hadron")
+            assert sorted(s.user.name for s in standings.standings) == sorted(names)
+    finally:
+        for runner in runners:
+            runner.stop()
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+        await clients.close_all()
+    dump = await run_cli("dump", "--all", "--db", cluster.db_url)
+    records = [json.loads(line) for line in dump.stdout.splitlines()]
+    assert len(records) >= 6, cluster.logs()
+    assert all(record.get("rated") for record in records)
+    node_of = {name: index // 2 for index, name in enumerate(names)}
+    pairs = [tuple(player["name"] for player in record["players"]) for record in records]
+    assert any(node_of[a] != node_of[b] for a, b in pairs), pairs  # across nodes
+    assert all(a != b for a, b in pairs)
+    verified = await run_cli("ratings", "verify", "--db", cluster.db_url)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
