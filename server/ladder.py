@@ -73,6 +73,12 @@ class Ladder:
         """The ids of the bots on a game's ladder."""
         return [user_id for user_id, games in self.games_of.items() if game in games]
 
+    def who(self, user_id: int) -> p.User | None:
+        """A ladder bot as the standings name it (None if it is not here)."""
+        member = self._lobby.members.get(user_id)
+        return None if member is None else p.User(
+            name=member.name, kind=member.kind)  # type: ignore[arg-type]
+
     async def run(self, every_s: float) -> None:
         """Pair a round every ``every_s`` seconds, until cancelled."""
         while True:

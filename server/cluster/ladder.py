@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 
+import protocol as p
 from server.ladder import Ladder
 from server.lobby import Member, Offer
 from server.rooms import GameRoom
@@ -80,6 +81,11 @@ class ClusterLadder(Ladder):
             games_of[int(raw_id)] = frozenset(games)
             who[int(raw_id)] = (name, kind)
         self.games_of, self._who = games_of, who
+
+    def who(self, user_id: int) -> p.User | None:
+        known = self._who.get(user_id)
+        return None if known is None else p.User(name=known[0],
+                                                 kind=known[1])  # type: ignore[arg-type]
 
     async def leading(self) -> bool:
         k = self.cluster.keys

@@ -57,10 +57,9 @@ async def on_ladder_standings(s: Session, m: p.GetStandings) -> p.ServerMessage:
                  for rank, row in enumerate(rows, 1)]
     rated = {row.user_id for row in rows}
     for user_id in members:
-        member = s.app.lobby.members.get(user_id)
-        if user_id not in rated and member is not None:
-            standings.append(p.Standing(rank=len(standings) + 1, user=p.User(
-                name=member.name, kind=member.kind)))  # type: ignore[arg-type]
+        user = s.app.ladder.who(user_id)
+        if user_id not in rated and user is not None:
+            standings.append(p.Standing(rank=len(standings) + 1, user=user))
     return p.LeaderboardPage(id=m.id, game=m.game, standings=tuple(standings))
 
 
