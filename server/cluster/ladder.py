@@ -16,7 +16,7 @@ starts without it, as a restarted server does. A bot leaves the ladder with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgpack
 
@@ -113,9 +113,8 @@ class ClusterLadder(Ladder):
         return bool(await self.cluster.active_games(user_id))
 
     async def _start_here(self, offer: Offer, bots: tuple[Member, Member]) -> GameRoom:
-        seats: Any = tuple((Online(bot.user_id, bot.name, bot.kind),
-                            bot.shown_rating(offer.game)) for bot in bots)
-        return await self.cluster.lobby.start_game(offer, seats, {})
+        first, second = (Online(bot.user_id, bot.name, bot.kind) for bot in bots)
+        return await self.cluster.lobby.start_game(offer, (first, second), {})
 
 
 __all__ = ["ClusterLadder"]

@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Seat = tuple[Online, p.PoolRating | None]  # a player of a starting game, rated as shown
-
 
 class RemotePlayer:
     """A player of a starting game who is connected to another node (``Games.start``
@@ -165,9 +163,8 @@ class ClusterLobby:
             await self.announce(p.SeekAdded(seek=record.open_seek))
             return p.SeekCreated(id=m.id, seek_id=seek_id)
         # paired at once: game_started, seek_taken (both), seek_removed, then seek_created
-        other = partner.open_seek.user
-        seats = [(_online_of(other, partner.user_id), other.rating),
-                 (_online_of(me.wire(), me.user_id), me.shown_rating(m.game))]
+        other = _online_of(partner.open_seek.user, partner.user_id)
+        seats = [other, _online_of(me.wire(), me.user_id)]
         secrets.SystemRandom().shuffle(seats)
         room = await self.start_game(offer, (seats[0], seats[1]), {
             partner.user_id: lambda room: [_seek_taken(partner.seek_id, room)]})
@@ -182,9 +179,7 @@ class ClusterLobby:
             _check_may_take(open_seek, me)  # neither its flag nor its range changes
         seek = await self.seeks.take(m.seek_id, me.user_id)
         wanted = seek.open_seek
-        owner = wanted.user
-        seats = [(_online_of(owner, seek.user_id), owner.rating),
-                 (_online_of(me.wire(), me.user_id), me.shown_rating(wanted.game))]
+        seats = [_online_of(wanted.user, seek.user_id), _online_of(me.wire(), me.user_id)]
         secrets.SystemRandom().shuffle(seats)
         offer = Offer(wanted.game, dict(wanted.options), wanted.clock, seek.rated,
                       wanted.rating_min, wanted.rating_max)
@@ -223,8 +218,8 @@ class ClusterLobby:
         me = await self.fresh(s.me())
         entry = await self.challenges.answer(m.challenge_id, me.user_id)
         received = entry.received
-        challenger = (_online_of(received.from_, entry.challenger_id), received.from_.rating)
-        seats = [challenger, (_online_of(me.wire(), me.user_id), me.shown_rating(received.game))]
+        challenger = _online_of(received.from_, entry.challenger_id)
+        seats = [challenger, _online_of(me.wire(), me.user_id)]
         if received.color == "random":
             secrets.SystemRandom().shuffle(seats)
         elif received.color == 1:
@@ -261,14 +256,13 @@ class ClusterLobby:
             await self.to_user(user_id, found.nodes if found else (), [frame])
 
     # -- games between users on any nodes ------------------------------------------------
-    async def start_game(self, offer: Offer, players: tuple[Seat, Seat],
+    async def start_game(self, offer: Offer, seats: tuple[Online, Online],
                          after: dict[int, Any]) -> GameRoom:
-        """Start a game here between two online users, each with their rating in the
-        game's pool as shown (the first takes seat 0); each user's connections on every
-        node get ``game_started``, then ``after[user](room)`` (their offer's ending). A
-        rated offer starts a rated game: the fenced writer rates its end."""
+        """Start a game here between two online users (the first takes seat 0), each shown
+        with their rating in the game's pool as stored now; each user's connections on
+        every node get ``game_started``, then ``after[user](room)`` (their offer's ending).
+        A rated offer starts a rated game: the fenced writer rates its end."""
         app = self.cluster.app
-        seats = (players[0][0], players[1][0])
         where: list[tuple[str, ...]] = []
         seated: list[list[Any]] = []
         for user in seats:
@@ -279,11 +273,12 @@ class ClusterLobby:
             seated.append([*(here.sessions if here is not None else ()),
                            *(RemotePlayer(self.cluster, node, user.user_id) for node in nodes
                              if node != self.cluster.node_id)])
-        seated_players = tuple(Player(user.user_id, user.name, user.kind, rating)
-                               for user, rating in players)
+        stored = await app.store.ratings.of_users([user.user_id for user in seats], offer.game)
+        players = tuple(Player(user.user_id, user.name, user.kind, next(
+            (shown(pool, app.lobby.rating_period_s) for pool in stored[user.user_id]), None))
+            for user in seats)
         room = await app.games.start(offer.game, offer.options, offer.clock,
-                                     (seated_players[0], seated_players[1]), seated,
-                                     rated=offer.rated)
+                                     (players[0], players[1]), seated, rated=offer.rated)
         started = room.events[0][1] if room.events else p.event_frame(
             p.GameStarted(game_id=room.game_id, seq=1, snapshot=room.snapshot()))
         for user, nodes in zip(seats, where, strict=True):

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import protocol as p
 from server.lobby import Offer
-from server.ratings.shown import shown
 from server.rooms import GameRoom, refuse
 
 from .presence import Online
@@ -152,19 +151,11 @@ class ClusterRematches:
         return found[0], found[1]
 
     async def _start(self, room: GameRoom) -> None:
-        """The rematch of ``room`` here, colours swapped, each player shown with their
-        rating as stored now; ``rematch_ended`` after ``game_started`` to both."""
-        app = self.cluster.app
+        """The rematch of ``room`` here, colours swapped; ``rematch_ended`` after
+        ``game_started`` to both."""
         first, second = room.players
-        stored = await app.store.ratings.of_users([first.user_id, second.user_id], room.key)
-        period_s = app.lobby.rating_period_s
-
-        def rated(user_id: int) -> p.PoolRating | None:
-            pools = stored.get(user_id, [])
-            return shown(pools[0], period_s) if pools else None
-
-        seats = ((Online(second.user_id, second.name, second.kind), rated(second.user_id)),
-                 (Online(first.user_id, first.name, first.kind), rated(first.user_id)))
+        seats = (Online(second.user_id, second.name, second.kind),
+                 Online(first.user_id, first.name, first.kind))
 
         def ended(new: GameRoom) -> list[bytes]:
             return [p.event_frame(p.RematchEnded(game_id=room.game_id, reason="accepted",
