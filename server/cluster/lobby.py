@@ -150,8 +150,18 @@ class ClusterLobby:
             member.ratings = {pool.pool: pool for pool in stored.get(member.user_id, [])}
         return member
 
+    async def check_can_play(self, user_id: int, name: str, *, me: bool) -> None:
+        """``conflict`` if the user has as many games in progress, on any node, as anyone
+        may (``max_games_per_user``, as ``handlers.lobby.check_can_play`` on one node)."""
+        cap = self.cluster.app.settings.max_games_per_user
+        if len(await self.cluster.active_games(user_id)) >= cap:
+            who = "you have" if me else f"{name} has"
+            raise p.ProtocolError(f"{who} {cap} games in progress, the most allowed",
+                                  code=p.ErrorCode.CONFLICT)
+
     async def seek(self, s: Session, m: p.Seek, offer: Offer) -> p.ServerMessage:
         me = await self.fresh(s.me())
+        await self.check_can_play(me.user_id, me.name, me=True)
         seek_id = await self.seeks.new_id()
         record = Seek(p.OpenSeek(seek_id=seek_id, user=me.wire_in(m.game), game=m.game,
                                  options=dict(m.options), clock=m.clock,
@@ -174,9 +184,13 @@ class ClusterLobby:
 
     async def accept_seek(self, s: Session, m: p.AcceptSeek) -> p.ServerMessage:
         me = await self.fresh(s.me())
+        await self.check_can_play(me.user_id, me.name, me=True)
         open_seek = await self.seeks.get(m.seek_id)
         if open_seek is not None and open_seek.user_id != me.user_id:
             _check_may_take(open_seek, me)  # neither its flag nor its range changes
+            # the seek stays open if its owner cannot play
+            await self.check_can_play(open_seek.user_id, open_seek.open_seek.user.name,
+                                      me=False)
         seek = await self.seeks.take(m.seek_id, me.user_id)
         wanted = seek.open_seek
         seats = [_online_of(wanted.user, seek.user_id), _online_of(me.wire(), me.user_id)]
@@ -203,6 +217,8 @@ class ClusterLobby:
         if target.user_id == me.user_id:
             raise p.ProtocolError("you cannot challenge yourself", code=p.ErrorCode.BAD_REQUEST)
         check_rated(Offer(m.game, dict(m.options), m.clock, bool(m.rated)), me, target)
+        await self.check_can_play(me.user_id, me.name, me=True)
+        await self.check_can_play(target.user_id, target.name, me=False)
         challenge_id = await self.seeks.new_id()
         received = p.ChallengeReceived(challenge_id=challenge_id, from_=me.wire_in(m.game),
                                        game=m.game, options=dict(m.options), clock=m.clock,
@@ -216,6 +232,7 @@ class ClusterLobby:
 
     async def accept_challenge(self, s: Session, m: p.AcceptChallenge) -> p.ServerMessage:
         me = await self.fresh(s.me())
+        await self.check_can_play(me.user_id, me.name, me=True)
         entry = await self.challenges.answer(m.challenge_id, me.user_id)
         received = entry.received
         challenger = _online_of(received.from_, entry.challenger_id)
