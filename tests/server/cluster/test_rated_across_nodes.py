@@ -235,3 +235,31 @@ async def test_the_ladder_pairs_bots_on_different_nodes(cluster: Cluster) -> Non
     assert all(a != b for a, b in pairs)
     verified = await run_cli("ratings", "verify", "--db", cluster.db_url)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+async def test_both_players_offering_a_rematch_at_once_start_one_game(
+        cluster: Cluster) -> None:
+    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    clients = Clients(a_node.url)
+    try:
+        alice = await clients.register("alice", "correct horse")
+        bob = await clients.register("bob", "battery staple", b_node.url)
+        created = await alice.call(p.Challenge, to=bob.name, game="hadron", options={},
+                                   clock=CLOCK, color=0)
+        await bob.wait_for(p.ChallengeReceived, challenge_id=created.challenge_id)
+        await bob.call(p.AcceptChallenge, challenge_id=created.challenge_id)
+        game = game_of(await alice.wait_for(p.GameStarted), alice, bob)
+        await alice.call(p.Resign, game_id=game.game_id)
+        await bob.wait_for(p.GameOver, game_id=game.game_id)
+        # each offers on their own node at once: one offer, one acceptance, one game
+        replies = await asyncio.gather(alice.call(p.OfferRematch, game_id=game.game_id),
+                                       bob.call(p.OfferRematch, game_id=game.game_id))
+        assert all(isinstance(reply, p.Ok) for reply in replies)
+        ended = await alice.wait_for(p.RematchEnded, game_id=game.game_id)
+        assert ended.reason == "accepted"
+        assert (await bob.wait_for(p.RematchEnded, game_id=game.game_id)) == ended
+        dump = await run_cli("dump", "--all", "--db", cluster.db_url)
+        ids = sorted(json.loads(line)["game_id"] for line in dump.stdout.splitlines())
+        assert ids == sorted([game.game_id, ended.new_game_id]), ids
+    finally:
+        await clients.close_all()
