@@ -589,12 +589,15 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
 
 async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: int,
                                   procs: int, think_ms: float, workdir: Path, db_url: str,
-                                  redis_url: str | None) -> dict[str, Any]:
+                                  redis_url: str | None, rated: bool = False
+                                  ) -> dict[str, Any]:
     """``run_games_bench`` on a cluster of ``nodes`` (its players on nodes at random); the
-    CPU of every server-side process: the nodes, Redis, the PostgreSQL backends."""
+    CPU of every server-side process: the nodes, Redis, the PostgreSQL backends
+    (``rated``: rated games between registered users, as on one process)."""
     loop = asyncio.get_running_loop()
     async with PrivateCluster(workdir / "cluster", nodes, db_url=db_url, redis_url=redis_url,
                               extra_args=("--guests-per-hour", "0",  # one address here
+                                          "--logins-per-minute", "0",  # (--rated)
                                           "--max-connections-per-address",
                                           str(BENCH_CONNECTIONS_PER_ADDRESS))) as cluster:
         for node in cluster.nodes:
@@ -608,7 +611,8 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
 
         parts = await asyncio.to_thread(
             _run_loadgens, "games", ",".join(cluster.urls), workdir, _shares(games, procs),
-            seconds, on_start=reading, on_stop=reading, seed=seed, think_ms=think_ms)
+            seconds, on_start=reading, on_stop=reading, seed=seed, think_ms=think_ms,
+            rated=rated)
         stored = await asyncio.to_thread(_stored_moves, cluster.db_url)
     (node0, redis0, pg0), (node1, redis1, pg1) = readings
     node_cpu, redis_cpu = node1 - node0, redis1 - redis0
@@ -760,9 +764,9 @@ def main(argv: list[str] | None = None) -> int:
         if opts.nodes:
             result = asyncio.run(run_cluster_games_bench(
                 opts.nodes, opts.games, opts.seconds, opts.seed, opts.procs, opts.think_ms,
-                workdir, opts.db, opts.cluster))
+                workdir, opts.db, opts.cluster, opts.rated))
             single = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
-                                     opts.think_ms, opts.loop, workdir)
+                                     opts.think_ms, opts.loop, workdir, rated=opts.rated)
             result.update(
                 single_moves_per_s=round(single["moves"] / single["elapsed_s"], 1),
                 single_p50_ms=round(single["p50_ms"], 2),
@@ -773,7 +777,7 @@ def main(argv: list[str] | None = None) -> int:
                 cluster_over_single=round(result["cluster_cpu_us_per_move"]
                                           / single["server_cpu_us_per_move"], 2)
                 if single["server_cpu_us_per_move"] else 0.0,
-                think_ms=opts.think_ms, loadgen_procs=opts.procs)
+                think_ms=opts.think_ms, loadgen_procs=opts.procs, rated=opts.rated)
         elif opts.idle:
             result = run_idle_bench(opts.idle, opts.procs, opts.loop, workdir)
         else:
