@@ -525,6 +525,7 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
             "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning",
             "--guests-per-hour", "0",  # every guest comes from one address here
             "--logins-per-minute", "0",  # and every registration (--rated)
+            "--hash-queue", "0",  # whose password hashes queue before the clock starts
             # every simulated client comes from this machine's one address
             "--max-connections-per-address", str(BENCH_CONNECTIONS_PER_ADDRESS)]
     if loop is not None:
@@ -598,6 +599,7 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
     async with PrivateCluster(workdir / "cluster", nodes, db_url=db_url, redis_url=redis_url,
                               extra_args=("--guests-per-hour", "0",  # one address here
                                           "--logins-per-minute", "0",  # (--rated)
+                                          "--hash-queue", "0",
                                           "--max-connections-per-address",
                                           str(BENCH_CONNECTIONS_PER_ADDRESS))) as cluster:
         for node in cluster.nodes:
