@@ -65,6 +65,12 @@ async def test_a_rated_game_between_nodes_rates_both_players(cluster: Cluster) -
             wanted.seek_id, True, 1600)
         error = await guest.refused(p.AcceptSeek, seek_id=wanted.seek_id)
         assert error.code == "forbidden" and "guests" in str(error)
+        # bob (a new player: 1500) may not take a seek for 1600 and up, from node b
+        high = await alice.call(p.Seek, game="hadron", options={}, clock=CLOCK,
+                                rated=True, rating_min=1600)
+        error = await bob.refused(p.AcceptSeek, seek_id=high.seek_id)
+        assert error.code == "forbidden" and "1600" in str(error)
+        await alice.call(p.CancelSeek, seek_id=high.seek_id)
         # bob's casual seek of the same offer does not pair with it
         casual = await bob.call(p.Seek, game="hadron", options={}, clock=CLOCK)
         assert casual.seek_id != wanted.seek_id
