@@ -112,6 +112,10 @@ class Handshakes:
     def __len__(self) -> int:
         return len(self.waiting)
 
+    def compact(self) -> None:
+        """Rebuild the table at its present size (a flood's size stays otherwise)."""
+        self.waiting = OrderedDict(self.waiting)
+
 
 class Admission:
     """Open websockets by address and in all; admits or refuses each upgrade."""
@@ -154,6 +158,16 @@ class Admission:
         self.total += 1
         wsio.on_connection_lost(connection, lambda: self._release(address))
         return None
+
+    def compact(self) -> None:
+        """Rebuild the tables at their present size: after a flood from many addresses
+        ``by_address`` would keep the flood's size, as dicts do not shrink."""
+        self.by_address = dict(self.by_address)
+        self.handshakes.compact()
+
+    def __len__(self) -> int:
+        """Open websockets and connections waiting for their request."""
+        return self.total + len(self.handshakes)
 
     def _release(self, address: str) -> None:
         self.total -= 1

@@ -15,6 +15,7 @@ import asyncio
 import gc
 import logging
 import signal
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -118,6 +119,27 @@ class App:
             self.sweep_idle()
             await asyncio.to_thread(memory.give_back)
 
+    def crowd(self) -> int:
+        """What a flood adds and takes away again: open connections, connections waiting
+        for their request, lobby members and open seeks (:class:`memory.DropWatch`)."""
+        return len(self.admission) + len(self.lobby)
+
+    async def hand_back_memory(self) -> None:
+        """A crowd has gone: sweep, rebuild the tables it grew, collect the cycles its
+        connections left (a full collection: the young generation's threshold is high,
+        :func:`tune_gc`) and give the free memory back to the system."""
+        t0 = time.perf_counter()
+        swept = self.sweep_idle()
+        self.lobby.compact()
+        self.admission.compact()
+        self.sessions = set(self.sessions)
+        collected = gc.collect()
+        blocked_ms = (time.perf_counter() - t0) * 1000
+        await asyncio.to_thread(memory.give_back)
+        log.info("memory handed back", extra={"crowd": self.crowd(), "swept": swept,
+                                              "collected": collected,
+                                              "blocked_ms": round(blocked_ms, 1)})
+
     def online_user_ids(self) -> set[int]:
         """The accounts connected to this server now."""
         return {s.user.id for s in self.sessions if s.user is not None}
@@ -181,6 +203,8 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                                 name="tessera-revocations")
                 app.tasks.spawn(app.ladder.run(settings.ladder_round_s), name="tessera-ladder")
                 app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
+                app.tasks.spawn(memory.DropWatch(app.crowd, app.hand_back_memory).run(),
+                                name="tessera-memory-drop")
                 if settings.guest_ttl_s > 0:
                     app.tasks.spawn(sweep_guests_forever(
                         app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,

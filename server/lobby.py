@@ -260,6 +260,22 @@ class Lobby:
         for listener in self.on_left:
             listener(member.user_id)
 
+    def compact(self) -> None:
+        """Rebuild the tables at their present size: a dict never shrinks as entries go, so
+        after a flood of members or seeks they would keep the flood's size (a copy of a
+        dict is sized for what it holds)."""
+        self.members = dict(self.members)
+        self._by_name = dict(self._by_name)
+        self.seeks = dict(self.seeks)
+        self._by_offer = {key: dict(same) for key, same in self._by_offer.items()}
+        self._by_address = dict(self._by_address)
+        self.challenges = dict(self.challenges)
+        self.subscribers = set(self.subscribers)
+
+    def __len__(self) -> int:
+        """Members and open seeks: what a crowd adds."""
+        return len(self.members) + len(self.seeks)
+
     def by_name(self, name: str) -> Member | None:
         return self._by_name.get(name.lower())
 

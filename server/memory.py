@@ -10,11 +10,12 @@ only: elsewhere (musl, macOS) this does nothing.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import ctypes.util
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 
 @functools.cache
@@ -34,3 +35,44 @@ def give_back() -> bool:
     milliseconds; ctypes lets go of the GIL meanwhile). True if some was returned."""
     trim = _malloc_trim()
     return bool(trim(0)) if trim is not None else False
+
+
+class DropWatch:
+    """Hand memory back as soon as a crowd has gone, not only at the next minute's sweep.
+
+    A flood of connections or seeks leaves its objects to the cyclic garbage collector
+    (a closed websocket's connection, protocol and transport refer to one another, and the
+    young generation is collected only every 50,000 allocations: ``server.app.tune_gc``)
+    and its freed memory to the allocators. :meth:`check`, called every second, compares
+    ``load()`` (open connections, connections waiting for their request, lobby members and
+    seeks) with the highest it has been since the last hand-back: once it has fallen to
+    half of that or less, by ``min_drop`` at least, it calls ``hand_back`` and starts over.
+    A few hand-backs a flood, each a full collection (tens of milliseconds) and a
+    ``malloc_trim``; a server whose crowd only grows, or which stays busy, does not pay.
+    """
+
+    __slots__ = ("hand_back", "high", "load", "min_drop")
+
+    def __init__(self, load: Callable[[], int], hand_back: Callable[[], Awaitable[object]],
+                 min_drop: int = 200) -> None:
+        self.load = load
+        self.hand_back = hand_back
+        self.min_drop = min_drop
+        self.high = load()
+
+    async def check(self) -> bool:
+        """Hand back if the load has fallen enough since its peak; True if it did."""
+        now = self.load()
+        if now > self.high:
+            self.high = now
+            return False
+        if self.high - now < self.min_drop or now > self.high // 2:
+            return False
+        await self.hand_back()
+        self.high = self.load()
+        return True
+
+    async def run(self, period_s: float = 1.0) -> None:
+        while True:
+            await asyncio.sleep(period_s)
+            await self.check()

@@ -3,9 +3,11 @@
 The server is started as shipped (``python -m server serve``, :class:`LocalServer`) on a
 free loopback port with a SQLite file in a temporary directory. The run goes through three
 phases: ``quiet`` (canaries only), ``attack`` (the attacker process runs), ``after``
-(``settle`` seconds once the attacker has exited and closed its connections). The
-server's resident memory is read from ``/proc/PID/status`` (before the attack, its peak
-during it, at the end of ``after``), its open files from ``/proc/PID/fd``, and the rows
+(once the attacker has exited and the server too has closed its connections: its open
+files back to within DRAIN_SLACK_FILES of before, waiting up to DRAIN_TIMEOUT_S; then
+``settle`` seconds). The server's resident memory is read from ``/proc/PID/status``
+(before the attack, its peak during it, at the end of ``after``), its open files from
+``/proc/PID/fd`` (the same three times), and the rows
 added to each table from the SQLite file, read-only, once the server has stopped.
 """
 
@@ -31,6 +33,8 @@ from .canaries import NETWORK_ERRORS, Account, BotCanary, HealthProbe, MoveCanar
 from .raw import OWNER, close_reason
 
 OWNER_LOGIN_TIMEOUT_S = 10.0
+DRAIN_TIMEOUT_S = 60.0  # the longest wait for the attacker's connections to close server-side
+DRAIN_SLACK_FILES = 16  # "closed": the server holds at most this many files more than before
 BOT_NAME = "siegebot"
 
 
@@ -71,6 +75,18 @@ class Process:
                 if line.startswith("Max open files"):
                     return int(line.split()[3])
         return None
+
+    async def drained(self, before: int, timeout_s: float, period: float = 0.25
+                      ) -> float | None:
+        """Wait until the process holds about as many files as ``before`` (the attacker's
+        connections closed on the server's side too, not only on the attacker's), for up
+        to ``timeout_s``: how long it took, or None if they were still open then."""
+        t0 = time.monotonic()
+        while self.fds() > before + DRAIN_SLACK_FILES:
+            if time.monotonic() - t0 >= timeout_s:
+                return None
+            await asyncio.sleep(period)
+        return round(time.monotonic() - t0, 2)
 
     async def sample(self, period: float = 0.25) -> None:
         while True:
@@ -220,6 +236,7 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
         rows_before = await asyncio.to_thread(count_rows, workdir / "tessera.db")
         log_before = server.log.stat().st_size
         rss_before = proc.rss_mb()
+        fds_before = proc.fds()
         proc.rss_peak_mb = rss_before
         sampler = asyncio.create_task(proc.sample())
         out["load_average"] = [round(x, 2) for x in os.getloadavg()]
@@ -229,6 +246,7 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
                                                            owner)
         cpu_attack = proc.cpu_s() - cpu_before
         phase.name = "after"
+        drained = await proc.drained(fds_before, DRAIN_TIMEOUT_S)
         await asyncio.sleep(settle_s)
         if name in ("lockout", "login-flood"):
             out["owner_login"]["after"] = await owner_login(url, owner)
@@ -237,6 +255,8 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
                                     "peak": round(proc.rss_peak_mb, 1),
                                     "after": round(rss_after, 1)},
                          "open_files_peak": proc.fds_peak,
+                         "open_files_before": fds_before, "open_files_after": proc.fds(),
+                         "drain_s": drained,
                          "cpu_s_during_attack": round(cpu_attack, 2),
                          "log_bytes_added": server.log.stat().st_size - log_before}
         for c in canaries:
