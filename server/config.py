@@ -90,3 +90,10 @@ class Settings:
     # rated games (docs/RATINGS.md); `tessera ratings verify` must be given the same
     rating_period_s: float = 86_400.0
     ladder_round_s: float = 10.0  # the bot ladder pairs its idle bots this often
+
+    def __post_init__(self) -> None:
+        # ``welcome`` announces these as whole numbers of at least 1 (protocol Limits): a
+        # rate below one a second would make every welcome invalid
+        for name in ("conn_rate", "conn_burst"):
+            if not 1 <= getattr(self, name) <= 100_000:
+                raise ValueError(f"{name} must be from 1 to 100,000, not {getattr(self, name)}")
