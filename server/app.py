@@ -38,7 +38,7 @@ from .http import Routes
 from .ladder import Ladder
 from .lobby import Lobby, Member, Offer
 from .logs import AcceptFailureLog
-from .metrics import Metrics
+from .metrics import Metrics, measure_loop_lag
 from .ratelimit import BucketTable
 from .rematch import Rematches
 from .revocation import enforce_revocations
@@ -190,6 +190,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
                 close_timeout=settings.close_timeout,
                 max_queue=16, server_header=None, reuse_port=settings.reuse_port,
+                backlog=settings.listen_backlog,
                 create_connection=wsio.reporting_connection(app.admission.handshakes.accepted),
             ) as ws_server:
                 port = next(iter(ws_server.sockets)).getsockname()[1]
@@ -206,6 +207,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
                 app.tasks.spawn(memory.DropWatch(app.crowd, app.hand_back_memory).run(),
                                 name="tessera-memory-drop")
+                app.tasks.spawn(measure_loop_lag(metrics), name="tessera-loop-lag")
                 if settings.guest_ttl_s > 0:
                     app.tasks.spawn(sweep_guests_forever(
                         app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,

@@ -114,6 +114,8 @@ def human(result: dict[str, Any]) -> str:
                  f"log +{srv['log_bytes_added']} bytes; CPU during the attack "
                  f"{srv['cpu_s_during_attack']} s (attacker {result['attacker'].get('cpu_s')} "
                  f"s); load average {result.get('load_average')}")
+    lines.append(f"  server event loop lag during the attack: "
+                 f"{json.dumps(result.get('loop_lag_during_attack'))}")
     lines.append(f"  rows added: {json.dumps(result['rows_added'])}; acknowledged moves "
                  f"{can['move']['acknowledged']}, lost {result['acked_moves_lost']}")
     for tname, t in result["targets"].items():

@@ -30,7 +30,7 @@ import protocol as p
 from ..connection import Connection, ServerError
 from ..localserver import LocalServer
 from .canaries import NETWORK_ERRORS, Account, BotCanary, HealthProbe, MoveCanary, Phase, PingCanary
-from .raw import OWNER, close_reason
+from .raw import OWNER, close_reason, loop_lag
 
 OWNER_LOGIN_TIMEOUT_S = 10.0
 DRAIN_TIMEOUT_S = 60.0  # the longest wait for the attacker's connections to close server-side
@@ -93,6 +93,24 @@ class Process:
             self.rss_peak_mb = max(self.rss_peak_mb, self.rss_mb())
             self.fds_peak = max(self.fds_peak, self.fds())
             await asyncio.sleep(period)
+
+
+def lag_summary(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """The server's event-loop lag between two reads of its histogram: how many timer
+    wake-ups (every 100 ms) came more than 20, 50, 100, 250 ms and 1 s late, and the
+    largest bucket reached (the lag was at most that)."""
+    if not before or not after:
+        return {"error": "no /metrics"}
+    def late(bound: str) -> int:
+        total = after["+Inf"] - before["+Inf"]
+        return int(total - (after.get(bound, 0.0) - before.get(bound, 0.0)))
+    bounds = sorted((float(b), b) for b in after if b not in ("+Inf", "sum"))
+    worst = next((b for b, key in bounds if late(key) == 0), None)
+    return {"samples": int(after["+Inf"] - before["+Inf"]),
+            **{f"over_{name}": late(key) for name, key in (
+                ("20ms", "0.02"), ("50ms", "0.05"), ("100ms", "0.1"), ("250ms", "0.25"),
+                ("1s", "1.0"))},
+            "max_below_s": worst, "sum_s": round(after["sum"] - before["sum"], 3)}
 
 
 def count_rows(db: Path) -> dict[str, int]:
@@ -241,10 +259,12 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
         sampler = asyncio.create_task(proc.sample())
         out["load_average"] = [round(x, 2) for x in os.getloadavg()]
         cpu_before = proc.cpu_s()
+        lag_before = await loop_lag(server.port)
         phase.name = "attack"
         out["attacker"], out["owner_login"] = await attack(name, server.port, params, url,
                                                            owner)
         cpu_attack = proc.cpu_s() - cpu_before
+        out["loop_lag_during_attack"] = lag_summary(lag_before, await loop_lag(server.port))
         phase.name = "after"
         drained = await proc.drained(fds_before, DRAIN_TIMEOUT_S)
         await asyncio.sleep(settle_s)
