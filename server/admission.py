@@ -165,7 +165,7 @@ class Admission:
         self.by_address = dict(self.by_address)
         self.handshakes.compact()
 
-    def __len__(self) -> int:
+    def held(self) -> int:
         """Open websockets and connections waiting for their request."""
         return self.total + len(self.handshakes)
 

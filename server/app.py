@@ -122,7 +122,7 @@ class App:
     def crowd(self) -> int:
         """What a flood adds and takes away again: open connections, connections waiting
         for their request, lobby members and open seeks (:class:`memory.DropWatch`)."""
-        return len(self.admission) + len(self.lobby)
+        return self.admission.held() + self.lobby.size()
 
     async def hand_back_memory(self) -> None:
         """A crowd has gone: sweep, rebuild the tables it grew, collect the cycles its
@@ -140,6 +140,9 @@ class App:
         log.info("memory handed back", extra={
             "crowd": self.crowd(), "swept": swept, "collected": collected,
             "compact_ms": round((t1 - t0) * 1000, 1), "collect_ms": round((t2 - t1) * 1000, 1)})
+        # what the closed connections' last callbacks free after the collection: once more
+        await asyncio.sleep(memory.TRIM_AGAIN_S)
+        await asyncio.to_thread(memory.give_back)
 
     def online_user_ids(self) -> set[int]:
         """The accounts connected to this server now."""

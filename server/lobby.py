@@ -272,7 +272,7 @@ class Lobby:
         self.challenges = dict(self.challenges)
         self.subscribers = set(self.subscribers)
 
-    def __len__(self) -> int:
+    def size(self) -> int:
         """Members and open seeks: what a crowd adds."""
         return len(self.members) + len(self.seeks)
 

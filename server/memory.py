@@ -19,6 +19,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 ALLOCATOR_ENV = "PYTHONMALLOC"
+TRIM_AGAIN_S = 3.0  # a hand-back trims again this much later
 
 
 @functools.cache
