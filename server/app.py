@@ -124,6 +124,10 @@ class App:
         for their request, lobby members and open seeks (:class:`memory.DropWatch`)."""
         return self.admission.held() + self.lobby.size()
 
+    def crowd_peak(self) -> int:
+        """The largest :meth:`crowd` since the last call (at most: the parts' peaks)."""
+        return self.admission.take_peak() + self.lobby.take_peak()
+
     async def hand_back_memory(self) -> None:
         """A crowd has gone: sweep, rebuild the tables it grew, collect the cycles its
         connections left (a full collection: the young generation's threshold is high,
@@ -137,6 +141,7 @@ class App:
         collected = gc.collect()
         t2 = time.perf_counter()
         await asyncio.to_thread(memory.give_back)
+        self.metrics.memory_handbacks.inc()
         log.info("memory handed back", extra={
             "crowd": self.crowd(), "swept": swept, "collected": collected,
             "compact_ms": round((t1 - t0) * 1000, 1), "collect_ms": round((t2 - t1) * 1000, 1)})
@@ -208,7 +213,8 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                                 name="tessera-revocations")
                 app.tasks.spawn(app.ladder.run(settings.ladder_round_s), name="tessera-ladder")
                 app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
-                app.tasks.spawn(memory.DropWatch(app.crowd, app.hand_back_memory).run(),
+                app.tasks.spawn(memory.DropWatch(app.crowd, app.hand_back_memory,
+                                                 peak=app.crowd_peak).run(),
                                 name="tessera-memory-drop")
                 app.tasks.spawn(measure_loop_lag(metrics), name="tessera-loop-lag")
                 if settings.guest_ttl_s > 0:

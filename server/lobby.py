@@ -199,6 +199,7 @@ class Lobby:
         # told of a member whose last connection closed (rematch offers lapse, the ladder)
         self.on_left: list[Callable[[int], None]] = []
         self.announce_presence = True  # False on a cluster node: its lobby feed does
+        self.peak = 0  # the largest size() since the last take_peak()
 
     @property
     def max_open_seeks(self) -> int:
@@ -220,6 +221,7 @@ class Lobby:
         elif ratings is not None:
             member.ratings = {pool.pool: pool for pool in ratings}
         member.sessions.add(session)
+        self.peak = max(self.peak, self.size())
         return member
 
     def rated_game(self, pool: str, changes: GameRatings, winner: int | None, *,
@@ -271,6 +273,11 @@ class Lobby:
         self._by_address = dict(self._by_address)
         self.challenges = dict(self.challenges)
         self.subscribers = set(self.subscribers)
+
+    def take_peak(self) -> int:
+        """The largest :meth:`size` since the last call."""
+        peak, self.peak = max(self.peak, self.size()), self.size()
+        return peak
 
     def size(self) -> int:
         """Members and open seeks: what a crowd adds."""
@@ -334,6 +341,7 @@ class Lobby:
         self._by_offer.setdefault(key, {})[seek_id] = entry
         self._by_address[address] = self._by_address.get(address, 0) + 1
         owner.seeks.add(seek_id)
+        self.peak = max(self.peak, self.size())
         self._tell_subscribers(SeekAdded(seek=entry.wire()))
         return seek_id, None
 

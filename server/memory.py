@@ -66,27 +66,28 @@ class DropWatch:
     young generation is collected only every 50,000 allocations: ``server.app.tune_gc``)
     and its freed memory to the allocators. :meth:`check`, called every second, compares
     ``load()`` (open connections, connections waiting for their request, lobby members and
-    seeks) with the highest it has been since the last hand-back: once it has fallen to
+    seeks) with the highest it has been since the last hand-back (``peak()``): once it has fallen to
     half of that or less, by ``min_drop`` at least, it calls ``hand_back`` and starts over.
     A few hand-backs a flood, each a full collection (tens of milliseconds) and a
     ``malloc_trim``; a server whose crowd only grows, or which stays busy, does not pay.
     """
 
-    __slots__ = ("hand_back", "high", "load", "min_drop")
+    __slots__ = ("hand_back", "high", "load", "min_drop", "peak")
 
     def __init__(self, load: Callable[[], int], hand_back: Callable[[], Awaitable[object]],
-                 min_drop: int = 200) -> None:
+                 min_drop: int = 200, peak: Callable[[], int] | None = None) -> None:
         self.load = load
         self.hand_back = hand_back
         self.min_drop = min_drop
+        # the highest load since the last call, so that a crowd that came and went between
+        # two checks counts too (default: the load now)
+        self.peak = peak or load
         self.high = load()
 
     async def check(self) -> bool:
         """Hand back if the load has fallen enough since its peak; True if it did."""
+        self.high = max(self.high, self.peak())
         now = self.load()
-        if now > self.high:
-            self.high = now
-            return False
         if self.high - now < self.min_drop or now > self.high // 2:
             return False
         await self.hand_back()

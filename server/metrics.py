@@ -81,6 +81,10 @@ class Metrics:
             "tessera_commit_batch_items", "Items written per storage transaction",
             buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500), registry=r)
 
+        self.memory_handbacks = Counter(
+            "tessera_memory_handbacks_total",
+            "Memory handed back to the system because a crowd of connections or seeks had "
+            "gone (server.memory.DropWatch)", registry=r)
         self.loop_lag = Histogram(
             "tessera_loop_lag_seconds",
             "How late the event loop ran a timer due every LOOP_LAG_PERIOD_S: how long "
