@@ -186,6 +186,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
         loop = asyncio.get_running_loop()
         accept_log = AcceptFailureLog(settings.accept_error_log_s, metrics.accept_failures.inc)
         accept_log.install(loop)
+        untime_collections = metrics.time_collections()
         try:
             if cluster is None:
                 await app.games.restore()
@@ -233,6 +234,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
         finally:
             await app.close()
             accept_log.uninstall(loop)
+            untime_collections()
     log.info("stopped: everything acknowledged is stored")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from itertools import accumulate
@@ -89,6 +91,26 @@ class Metrics:
             "tessera_loop_lag_seconds",
             "How late the event loop ran a timer due every LOOP_LAG_PERIOD_S: how long "
             "something blocked it", buckets=LOOP_LAG_BUCKETS, registry=r)
+
+        self.gc_pause = Histogram(
+            "tessera_gc_seconds", "Collections of the cyclic garbage collector, by "
+            "generation (2: full), and how long each held the loop",
+            ["generation"], buckets=LOOP_LAG_BUCKETS, registry=r)
+
+    def time_collections(self) -> Callable[[], None]:
+        """Time every collection of the garbage collector into ``tessera_gc_seconds``
+        (``gc.callbacks``); returns the function that stops it."""
+        started = [0.0]
+        by_generation = [self.gc_pause.labels(generation=str(g)) for g in range(3)]
+
+        def callback(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            else:
+                by_generation[info["generation"]].observe(time.perf_counter() - started[0])
+
+        gc.callbacks.append(callback)
+        return lambda: gc.callbacks.remove(callback)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -170,7 +170,8 @@ async def healthz(port: int, source: str = CANARY, timeout: float = 2.0) -> str 
 
 async def loop_lag(port: int, source: str = CANARY, timeout: float = 5.0) -> dict[str, float]:
     """The server's ``tessera_loop_lag_seconds`` histogram from ``/metrics``: cumulative
-    counts by upper bound (``"+Inf"`` is every sample); empty if it did not answer."""
+    counts by upper bound (``"+Inf"`` is every sample), and its collections' count and
+    seconds by generation (``gc_count_2``, ``gc_sum_2``); empty if it did not answer."""
     writer: asyncio.StreamWriter | None = None
     try:
         reader, opened = await asyncio.wait_for(
@@ -190,6 +191,12 @@ async def loop_lag(port: int, source: str = CANARY, timeout: float = 5.0) -> dic
             out[bound] = float(line.rsplit(" ", 1)[1])
         elif line.startswith("tessera_loop_lag_seconds_sum "):
             out["sum"] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("tessera_memory_handbacks_total "):
+            out["handbacks"] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith(("tessera_gc_seconds_count{", "tessera_gc_seconds_sum{")):
+            kind = "gc_count" if "_count{" in line else "gc_sum"
+            generation = line.split('generation="', 1)[1].split('"', 1)[0]
+            out[f"{kind}_{generation}"] = float(line.rsplit(" ", 1)[1])
     return out
 
 

@@ -104,13 +104,18 @@ def lag_summary(before: dict[str, float], after: dict[str, float]) -> dict[str, 
     def late(bound: str) -> int:
         total = after["+Inf"] - before["+Inf"]
         return int(total - (after.get(bound, 0.0) - before.get(bound, 0.0)))
-    bounds = sorted((float(b), b) for b in after if b not in ("+Inf", "sum"))
+    bounds = sorted((float(b), b) for b in after if b[0].isdigit())
     worst = next((b for b, key in bounds if late(key) == 0), None)
     return {"samples": int(after["+Inf"] - before["+Inf"]),
             **{f"over_{name}": late(key) for name, key in (
                 ("20ms", "0.02"), ("50ms", "0.05"), ("100ms", "0.1"), ("250ms", "0.25"),
                 ("1s", "1.0"))},
-            "max_below_s": worst, "sum_s": round(after["sum"] - before["sum"], 3)}
+            "max_below_s": worst, "sum_s": round(after["sum"] - before["sum"], 3),
+            "memory_handbacks": int(after.get("handbacks", 0) - before.get("handbacks", 0)),
+            "full_collections": int(after.get("gc_count_2", 0) - before.get("gc_count_2", 0)),
+            "full_collections_s": round(after.get("gc_sum_2", 0) - before.get("gc_sum_2", 0), 3),
+            "young_collections_s": round(sum(after.get(f"gc_sum_{g}", 0)
+                                             - before.get(f"gc_sum_{g}", 0) for g in "01"), 3)}
 
 
 def count_rows(db: Path) -> dict[str, int]:
