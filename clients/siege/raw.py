@@ -168,7 +168,7 @@ async def healthz(port: int, source: str = CANARY, timeout: float = 2.0) -> str 
             writer.transport.abort()
 
 
-async def loop_lag(port: int, source: str = CANARY, timeout: float = 5.0) -> dict[str, float]:
+async def loop_lag(port: int, source: str = CANARY, timeout: float = 15.0) -> dict[str, float]:
     """The server's ``tessera_loop_lag_seconds`` histogram from ``/metrics``: cumulative
     counts by upper bound (``"+Inf"`` is every sample), and its collections' count and
     seconds by generation (``gc_count_2``, ``gc_sum_2``); empty if it did not answer."""
