@@ -4,13 +4,18 @@ tables rebuilt, and a real server doing it after its connections close."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 import websockets
 
+from server import memory
 from server.lobby import Lobby
 from server.memory import DropWatch
 
 from .conftest import Serve
+from .support import ServerProcess
 
 
 async def test_a_hand_back_comes_once_the_crowd_has_halved_by_enough() -> None:
@@ -62,3 +67,16 @@ async def test_the_server_hands_memory_back_once_its_connections_have_closed(
             await asyncio.sleep(0.1)
         assert app.metrics.memory_handbacks._value.get() == before + 1
         assert app.crowd() == 0
+
+
+@pytest.mark.skipif(memory._malloc_trim() is None, reason="glibc only")
+async def test_serve_runs_on_the_system_allocator(
+        server_process: Callable[..., ServerProcess], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m server serve`` executes itself again with PYTHONMALLOC=malloc (same
+    process id), so that malloc_trim can give back what a flood left."""
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    proc = server_process()
+    await proc.start()
+    assert proc.proc is not None
+    environ = Path(f"/proc/{proc.proc.pid}/environ").read_bytes().split(b"\0")
+    assert b"PYTHONMALLOC=malloc" in environ
