@@ -593,8 +593,10 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
     """``run_games_bench`` on a cluster of ``nodes`` (its players on nodes at random); the
     CPU of every server-side process: the nodes, Redis, the PostgreSQL backends."""
     loop = asyncio.get_running_loop()
-    async with PrivateCluster(workdir / "cluster", nodes, db_url=db_url,
-                              redis_url=redis_url) as cluster:
+    async with PrivateCluster(workdir / "cluster", nodes, db_url=db_url, redis_url=redis_url,
+                              extra_args=("--guests-per-hour", "0",  # one address here
+                                          "--max-connections-per-address",
+                                          str(BENCH_CONNECTIONS_PER_ADDRESS))) as cluster:
         for node in cluster.nodes:
             await asyncio.to_thread(node.start)
         readings: list[tuple[float, float, dict[int, float]]] = []

@@ -271,7 +271,8 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
     done_kills = 0
     failovers: list[float] = []
     async with PrivateCluster(workdir, nodes, db_url=db_url, redis_url=redis_url,
-                              lease_ms=lease_ms) as cluster:
+                              lease_ms=lease_ms,
+                              extra_args=("--guests-per-hour", "0")) as cluster:
         for node in cluster.nodes:
             await asyncio.to_thread(node.start)
         urls = cluster.urls

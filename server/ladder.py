@@ -4,8 +4,10 @@ A bot joins the ladder of some games (``ladder_join``). Every ``ladder_round_s``
 each game's round pairs the bots that are on its ladder, online and idle (in no game):
 sorted by rating in the game's pool, each one is paired with the nearest in rating that
 was not its last opponent in that game (a repeat only when the two are the only bots on
-the game's ladder; otherwise a bot with nobody new idle waits for the next round), and the
-bot that has had the first seat less often takes it (ties: the lower rated). A bot in a
+the game's ladder; otherwise a bot with nobody new idle waits for the next round), the
+choices searched so that as many bots as possible play (``Ladder.pairs``), and the bot
+that has had the first seat less often takes it (ties: the one that had the second seat
+last, then the lower rated). A bot in a
 game is paired in the first round after it finishes. The games are
 rated, with the game's default options and the ladder's clock; they are ordinary games, so
 a bot that disconnects loses on time as any player would. What the ladder remembers (last
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 
 StartGame = Callable[[Offer, tuple[Member, Member]], Awaitable[GameRoom]]
 DEFAULT_CLOCK = "1m+1s"
+MATCH_BUDGET = 20_000  # steps of the pairing search a round may take, per game
 
 
 class Ladder:
@@ -43,6 +46,7 @@ class Ladder:
         self.games_of: dict[int, frozenset[str]] = {}  # user id -> the games they play
         self._last: dict[tuple[str, int], int] = {}  # (game, bot) -> last opponent
         self._firsts: dict[tuple[str, int], int] = defaultdict(int)  # seat 0 minus seat 1
+        self._was_first: dict[tuple[str, int], bool] = {}  # (game, bot) -> last had seat 0
         self.rounds = 0
         lobby.on_left.append(self.leave)
 
@@ -92,33 +96,58 @@ class Ladder:
                 self._last[game, second.user_id] = first.user_id
                 self._firsts[game, first.user_id] += 1
                 self._firsts[game, second.user_id] -= 1
+                self._was_first[game, first.user_id] = True
+                self._was_first[game, second.user_id] = False
         return started
 
     def pairs(self, game: str, idle: list[Member], *, alone: bool = False
               ) -> list[tuple[Member, Member]]:
         """The round's pairs among ``idle``, seat 0 first (see the module docstring);
-        ``alone``: these two are the only bots on the game's ladder (they may play again)."""
+        ``alone``: these two are the only bots on the game's ladder (they may play again).
+
+        Sorted by rating, each bot in turn takes the nearest one it may play (not its last
+        opponent); a search over those choices finds pairs for as many bots as it can (all
+        of them, or all but one, whenever that is possible), within a budget of steps, so a
+        greedy choice early in the round does not leave two bots that just met as the only
+        ones left.
+        """
         ranked = sorted(idle, key=lambda member: (member.rating_in(game), member.user_id))
-        free = list(ranked)
-        pairs = []
-        while len(free) >= 2:
-            bot = free.pop(0)
+
+        def may_play(bot: Member, other: Member) -> bool:
+            return alone or (self._last.get((game, bot.user_id)) != other.user_id
+                             and self._last.get((game, other.user_id)) != bot.user_id)
+
+        budget = [MATCH_BUDGET]
+
+        def search(free: list[Member], skips: int) -> list[tuple[Member, Member]] | None:
+            """Pairs for all of ``free`` but at most ``skips`` bots; None if none found."""
+            if len(free) <= skips:
+                return []
+            if budget[0] <= 0:
+                return None
+            bot, rest = free[0], free[1:]
             rating = bot.rating_in(game)
-            choices = sorted(free, key=lambda other: (abs(other.rating_in(game) - rating),
-                                                      other.user_id))
-            fresh = [other for other in choices
-                     if self._last.get((game, bot.user_id)) != other.user_id]
-            if fresh:
-                other = fresh[0]
-            elif alone:
-                other = choices[0]  # only the two of them on the ladder: they play again
-            else:
-                continue  # nobody new for this one this round
-            free.remove(other)
-            pairs.append(self._seated(game, bot, other))
-        return pairs
+            choices = sorted((other for other in rest if may_play(bot, other)),
+                             key=lambda other: (abs(other.rating_in(game) - rating),
+                                                other.user_id))
+            for other in choices:
+                budget[0] -= 1
+                found = search([m for m in rest if m is not other], skips)
+                if found is not None:
+                    return [(bot, other), *found]
+            return search(rest, skips - 1) if skips > 0 else None
+
+        for skips in range(len(ranked) % 2, len(ranked) + 1, 2):
+            found = search(ranked, skips)
+            if found is not None:
+                return [self._seated(game, a, b) for a, b in found]
+        return []
 
     def _seated(self, game: str, a: Member, b: Member) -> tuple[Member, Member]:
-        key_a = (self._firsts[game, a.user_id], a.rating_in(game), a.user_id)
-        key_b = (self._firsts[game, b.user_id], b.rating_in(game), b.user_id)
-        return (a, b) if key_a <= key_b else (b, a)
+        """Seat 0 to the one who had it less often; then to the one who had seat 1 last
+        time; then to the lower rated."""
+        def key(bot: Member) -> tuple[int, bool, float, int]:
+            return (self._firsts[game, bot.user_id],
+                    self._was_first.get((game, bot.user_id), False), bot.rating_in(game),
+                    bot.user_id)
+        return (a, b) if key(a) <= key(b) else (b, a)
