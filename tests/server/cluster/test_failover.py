@@ -132,3 +132,34 @@ async def test_a_node_paused_past_its_lease_stores_nothing_late(cluster: Cluster
         assert 3 in moved, moved
     finally:
         await clients.close_all()
+
+
+async def test_a_stopped_node_hands_its_games_over(cluster: Cluster) -> None:
+    """SIGTERM: the node writes what it holds, releases its leases and exits; the game
+    goes on on the other node, its player there resuming after reconnecting."""
+    a_node, b_node = [await cluster.start(name, *LEASE) for name in ("a", "b")]
+    clients = Clients(a_node.url)
+    try:
+        alice, bob = await clients.guest(), await clients.guest()
+        game = await start_game(alice, bob, "hadron")  # owned by a, alice stays on a
+        bob = await on_node(clients, bob, b_node.url)
+        game = dataclasses.replace(game, players=(alice, bob))
+        rng, played = random.Random(9), []
+        for _ in range(3):
+            move = quiet_move(game, rng)
+            await game.play(move)
+            played.append(move)
+        assert await a_node.stopped(signal.SIGTERM) == 0
+        alice = await on_node(clients, alice, b_node.url)  # reconnects to the live node
+        game = dataclasses.replace(game, players=(alice, bob))
+        for _ in range(3):
+            move = quiet_move(game, rng)
+            await game.play(move)
+            played.append(move)
+        await alice.call(p.Resign, game_id=game.game_id)
+        record = await game.record(bob)
+        assert [m.move.lower() for m in record.moves] == [m.lower() for m in played]
+        assert_record_replays(record)
+        assert await stored_epoch(cluster.db_url, game.game_id) == 1
+    finally:
+        await clients.close_all()
