@@ -77,10 +77,10 @@ class Settings:
     # for a second, or at once when the files run short (files are kept for this many)
     max_handshakes: int = 256
     accept_error_log_s: float = 10.0  # accept failures (out of files) logged this often
-    # connections the kernel queues for accept() (capped by net.core.somaxconn); asyncio's
-    # default, 100, overflows under a flood of connections, and a /healthz poll whose SYN is
-    # dropped waits a second for its retransmission; asyncio accepts up to this many a turn
-    listen_backlog: int = 1024
+    # connections the kernel queues for accept() (capped by net.core.somaxconn); asyncio
+    # also accepts up to this many in one loop turn, before any can be cut, so it must stay
+    # well below fd_reserve (1,024 with a reserve of 500 ran out of files: accept failures)
+    listen_backlog: int = 100
     max_open_seeks: int = 5  # per account
     max_seeks_per_address: int = 50
     max_seeks: int = 5_000  # open seeks in all
