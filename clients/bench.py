@@ -70,6 +70,7 @@ GAMES: list[tuple[str, dict[str, Any]]] = [
 CLOCK = p.Fischer(base_ms=600_000, increment_ms=5_000)
 CONNECT_CONCURRENCY = 64
 REGISTER_CONCURRENCY = 4  # per load generator
+LOGIN_ATTEMPTS = 60  # a login refused with rate_limited is sent again after retry_after_ms
 DEBUG_CONNECT = bool(os.environ.get("TESSERA_BENCH_DEBUG"))  # say why a connection failed
 
 
@@ -189,6 +190,7 @@ class Bot:
         self.seat = 0
         self.moves: tuple[str, ...] = ()  # of the game this bot is in
         self.next_id = 1
+        self.challenge_id = 0  # the id of the last challenge sent
         self.stopping = False
 
     def request_id(self) -> int:
@@ -239,6 +241,13 @@ class Bot:
             if self is pair.a and not self.stopping:
                 await self.challenge()
         elif kind == "error":
+            if (message["code"] == "rate_limited" and message.get("id") == self.challenge_id
+                    and not self.stopping):
+                # the challenge met the account's request budget: ask again when told
+                await asyncio.sleep((message.get("retry_after_ms") or 100) / 1000)
+                pair.played -= 1
+                await self.challenge()
+                return
             stats.error(message["code"])
 
     async def move(self, ply: int) -> None:
@@ -259,7 +268,8 @@ class Bot:
         assert pair is not None and self is pair.a
         pair.moves = pair.rng.choice(pair.pool)
         key, options = GAMES[pair.index % len(GAMES)]
-        await self.send(p.Challenge(id=self.request_id(), to=pair.b.name, game=key,
+        self.challenge_id = self.request_id()
+        await self.send(p.Challenge(id=self.challenge_id, to=pair.b.name, game=key,
                                     options=options, clock=CLOCK,
                                     color=1 if pair.played % 2 else 0,
                                     rated=True if self.rated else None))
@@ -284,10 +294,17 @@ async def _guest(url: str, name: str | None = None) -> tuple[ClientConnection, s
     login: p.ClientMessage = (p.Guest(id=2) if name is None else
                               p.Register(id=2, username=name, password="bench-password"))
     try:
-        for request in (p.Hello(id=1, version=p.PROTOCOL_VERSION, client="tessera-bench"),
-                        login):
-            await ws.send(p.encode(request))
+        await ws.send(p.encode(p.Hello(id=1, version=p.PROTOCOL_VERSION,
+                                       client="tessera-bench")))
+        p.decode_server(await ws.recv(decode=False))
+        for _ in range(LOGIN_ATTEMPTS):
+            await ws.send(p.encode(login))
             reply = p.decode_server(await ws.recv(decode=False))
+            if not (isinstance(reply, p.ErrorReply) and reply.code == "rate_limited"):
+                break
+            # the server's password queue is full (registrations): wait as told, as a
+            # patient client does, and ask again
+            await asyncio.sleep((reply.retry_after_ms or 1000) / 1000)
         assert isinstance(reply, p.Authed), reply
         return ws, reply.user.name
     except BaseException:

@@ -3,6 +3,7 @@
 import os
 import sys
 
+from . import memory
 from .cli import main
 
 SIGPIPE_STATUS = 128 + 13  # what a shell reports for a program its reader stopped reading
@@ -11,6 +12,7 @@ SIGPIPE_STATUS = 128 + 13  # what a shell reports for a program its reader stopp
 def run() -> int:
     """Run the command; a reader that goes away (``tessera dump --all | head -1``) ends it
     quietly, as it ends any Unix tool, instead of with a BrokenPipeError traceback."""
+    memory.use_system_allocator(sys.argv)
     try:
         status = main()
         sys.stdout.flush()

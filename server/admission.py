@@ -81,7 +81,7 @@ class Handshakes:
     need (``room()``: the files left). ``evicted`` is called for each one cut.
     """
 
-    __slots__ = ("evicted", "limit", "room", "waiting")
+    __slots__ = ("evicted", "limit", "peak", "room", "waiting")
 
     def __init__(self, limit: int, room: Callable[[], int] | None = None,
                  evicted: Callable[[], None] = lambda: None) -> None:
@@ -89,10 +89,12 @@ class Handshakes:
         self.room = room or (lambda: limit)
         self.evicted = evicted
         self.waiting: OrderedDict[ServerConnection, float] = OrderedDict()
+        self.peak = 0  # the most waiting at once since the last take_peak()
 
     def accepted(self, connection: ServerConnection) -> None:
         now = time.monotonic()
         self.waiting[connection] = now
+        self.peak = max(self.peak, len(self.waiting))
         wsio.on_connection_lost(connection, lambda: self.requested(connection))
         if len(self.waiting) <= self.limit:
             return
@@ -112,12 +114,21 @@ class Handshakes:
     def __len__(self) -> int:
         return len(self.waiting)
 
+    def take_peak(self) -> int:
+        """The most connections waiting at once since the last call."""
+        peak, self.peak = max(self.peak, len(self.waiting)), len(self.waiting)
+        return peak
+
+    def compact(self) -> None:
+        """Rebuild the table at its present size (a flood's size stays otherwise)."""
+        self.waiting = OrderedDict(self.waiting)
+
 
 class Admission:
     """Open websockets by address and in all; admits or refuses each upgrade."""
 
-    __slots__ = ("by_address", "fd_reserve", "files", "handshakes", "per_address", "refused",
-                 "total", "total_cap")
+    __slots__ = ("by_address", "fd_reserve", "files", "handshakes", "peak", "per_address",
+                 "refused", "total", "total_cap")
 
     def __init__(self, settings: Settings, files: int | None,
                  evicted: Callable[[], None] = lambda: None) -> None:
@@ -125,6 +136,7 @@ class Admission:
         self.total_cap = total_cap(settings, files)
         self.by_address: dict[str, int] = {}  # only addresses with a connection open
         self.total = 0
+        self.peak = 0  # the most open at once since the last take_peak()
         self.refused = {"address": 0, "total": 0}
         self.files = files
         self.fd_reserve, waiting = kept_files(settings, files)
@@ -152,8 +164,24 @@ class Admission:
                             "the server is full: try again later\n")
         self.by_address[address] = held + 1
         self.total += 1
+        self.peak = max(self.peak, self.total)
         wsio.on_connection_lost(connection, lambda: self._release(address))
         return None
+
+    def compact(self) -> None:
+        """Rebuild the tables at their present size: after a flood from many addresses
+        ``by_address`` would keep the flood's size, as dicts do not shrink."""
+        self.by_address = dict(self.by_address)
+        self.handshakes.compact()
+
+    def take_peak(self) -> int:
+        """The most held at once since the last call (at most; :meth:`held`)."""
+        peak, self.peak = max(self.peak, self.total), self.total
+        return peak + self.handshakes.take_peak()
+
+    def held(self) -> int:
+        """Open websockets and connections waiting for their request."""
+        return self.total + len(self.handshakes)
 
     def _release(self, address: str) -> None:
         self.total -= 1

@@ -15,6 +15,7 @@ import asyncio
 import gc
 import logging
 import signal
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from .http import Routes
 from .ladder import Ladder
 from .lobby import Lobby, Member, Offer
 from .logs import AcceptFailureLog
-from .metrics import Metrics
+from .metrics import Metrics, measure_loop_lag
 from .ratelimit import BucketTable
 from .rematch import Rematches, RematchOffers
 from .revocation import enforce_revocations
@@ -119,6 +120,36 @@ class App:
             self.sweep_idle()
             await asyncio.to_thread(memory.give_back)
 
+    def crowd(self) -> int:
+        """What a flood adds and takes away again: open connections, connections waiting
+        for their request, lobby members and open seeks (:class:`memory.DropWatch`)."""
+        return self.admission.held() + self.lobby.size()
+
+    def crowd_peak(self) -> int:
+        """The largest :meth:`crowd` since the last call (at most: the parts' peaks)."""
+        return self.admission.take_peak() + self.lobby.take_peak()
+
+    async def hand_back_memory(self) -> None:
+        """A crowd has gone: sweep, rebuild the tables it grew, collect the cycles its
+        connections left (a full collection: the young generation's threshold is high,
+        :func:`tune_gc`) and give the free memory back to the system."""
+        t0 = time.perf_counter()
+        swept = self.sweep_idle()
+        self.lobby.compact()
+        self.admission.compact()
+        self.sessions = set(self.sessions)
+        t1 = time.perf_counter()
+        collected = gc.collect()
+        t2 = time.perf_counter()
+        await asyncio.to_thread(memory.give_back)
+        self.metrics.memory_handbacks.inc()
+        log.info("memory handed back", extra={
+            "crowd": self.crowd(), "swept": swept, "collected": collected,
+            "compact_ms": round((t1 - t0) * 1000, 1), "collect_ms": round((t2 - t1) * 1000, 1)})
+        # what the closed connections' last callbacks free after the collection: once more
+        await asyncio.sleep(memory.TRIM_AGAIN_S)
+        await asyncio.to_thread(memory.give_back)
+
     def online_user_ids(self) -> set[int]:
         """The accounts connected to this server now."""
         return {s.user.id for s in self.sessions if s.user is not None}
@@ -156,6 +187,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
         loop = asyncio.get_running_loop()
         accept_log = AcceptFailureLog(settings.accept_error_log_s, metrics.accept_failures.inc)
         accept_log.install(loop)
+        untime_collections = metrics.time_collections()
         try:
             if cluster is None:
                 await app.games.restore()
@@ -168,6 +200,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
                 close_timeout=settings.close_timeout,
                 max_queue=16, server_header=None, reuse_port=settings.reuse_port,
+                backlog=settings.listen_backlog,
                 create_connection=wsio.reporting_connection(app.admission.handshakes.accepted),
             ) as ws_server:
                 port = next(iter(ws_server.sockets)).getsockname()[1]
@@ -182,6 +215,10 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                                 name="tessera-revocations")
                 app.tasks.spawn(app.ladder.run(settings.ladder_round_s), name="tessera-ladder")
                 app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
+                app.tasks.spawn(memory.DropWatch(app.crowd, app.hand_back_memory,
+                                                 peak=app.crowd_peak).run(),
+                                name="tessera-memory-drop")
+                app.tasks.spawn(measure_loop_lag(metrics), name="tessera-loop-lag")
                 if settings.guest_ttl_s > 0:
                     app.tasks.spawn(sweep_guests_forever(
                         app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,
@@ -198,6 +235,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
         finally:
             await app.close()
             accept_log.uninstall(loop)
+            untime_collections()
     log.info("stopped: everything acknowledged is stored")
 
 

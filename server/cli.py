@@ -19,6 +19,22 @@ def _db_arg(parser: argparse.ArgumentParser) -> None:
                         help="SQLAlchemy URL (default: $TESSERA_DB or sqlite in ./data)")
 
 
+MIN_RATE, MAX_RATE = 1.0, 50_000.0  # welcome announces rate and burst (twice it) as ints
+
+
+def connection_rate(text: str) -> float:
+    """``--rate``: a number the welcome can announce (its ``rate_per_s`` and ``burst`` are
+    whole numbers from 1 to 100,000, and a rate below one a second would round to 0)."""
+    try:
+        rate = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise argparse.ArgumentTypeError(
+            f"{text} is outside {MIN_RATE:g} to {MAX_RATE:g} requests a second")
+    return rate
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Tessera server commands")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -51,9 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-frame", type=int, default=16 * 1024,
                        help="the longest message a client may send, in bytes "
                             "(default: %(default)s)")
-    serve.add_argument("--rate", type=float, default=20.0,
-                       help="requests per second per connection, with bursts of twice that "
-                            "(default: %(default)s)")
+    serve.add_argument("--rate", type=connection_rate, default=20.0,
+                       help="requests per second per connection, with bursts of twice that, "
+                            f"{MIN_RATE:g} to {MAX_RATE:g} (default: %(default)s)")
     limits = serve.add_argument_group(
         "accounts under siege", "Per client address (an IPv6 address counts by its /64; "
         "behind a reverse proxy every client has the proxy's address, so raise these there); "

@@ -77,6 +77,10 @@ class Settings:
     # for a second, or at once when the files run short (files are kept for this many)
     max_handshakes: int = 256
     accept_error_log_s: float = 10.0  # accept failures (out of files) logged this often
+    # connections the kernel queues for accept() (capped by net.core.somaxconn); asyncio
+    # also accepts up to this many in one loop turn, before any can be cut, so it must stay
+    # well below fd_reserve (1,024 with a reserve of 500 ran out of files: accept failures)
+    listen_backlog: int = 100
     max_open_seeks: int = 5  # per account
     max_seeks_per_address: int = 50
     max_seeks: int = 5_000  # open seeks in all
@@ -90,3 +94,10 @@ class Settings:
     # rated games (docs/RATINGS.md); `tessera ratings verify` must be given the same
     rating_period_s: float = 86_400.0
     ladder_round_s: float = 10.0  # the bot ladder pairs its idle bots this often
+
+    def __post_init__(self) -> None:
+        # ``welcome`` announces these as whole numbers of at least 1 (protocol Limits): a
+        # rate below one a second would make every welcome invalid
+        for name in ("conn_rate", "conn_burst"):
+            if not 1 <= getattr(self, name) <= 100_000:
+                raise ValueError(f"{name} must be from 1 to 100,000, not {getattr(self, name)}")

@@ -199,6 +199,7 @@ class Lobby:
         # told of a member whose last connection closed (rematch offers lapse, the ladder)
         self.on_left: list[Callable[[int], None]] = []
         self.announce_presence = True  # False on a cluster node: its lobby feed does
+        self.peak = 0  # the largest size() since the last take_peak()
 
     @property
     def max_open_seeks(self) -> int:
@@ -220,6 +221,7 @@ class Lobby:
         elif ratings is not None:
             member.ratings = {pool.pool: pool for pool in ratings}
         member.sessions.add(session)
+        self.peak = max(self.peak, self.size())
         return member
 
     def rated_game(self, pool: str, changes: GameRatings, winner: int | None, *,
@@ -259,6 +261,27 @@ class Lobby:
             self._tell_subscribers(PlayerOffline(name=member.name))
         for listener in self.on_left:
             listener(member.user_id)
+
+    def compact(self) -> None:
+        """Rebuild the tables at their present size: a dict never shrinks as entries go, so
+        after a flood of members or seeks they would keep the flood's size (a copy of a
+        dict is sized for what it holds)."""
+        self.members = dict(self.members)
+        self._by_name = dict(self._by_name)
+        self.seeks = dict(self.seeks)
+        self._by_offer = {key: dict(same) for key, same in self._by_offer.items()}
+        self._by_address = dict(self._by_address)
+        self.challenges = dict(self.challenges)
+        self.subscribers = set(self.subscribers)
+
+    def take_peak(self) -> int:
+        """The largest :meth:`size` since the last call."""
+        peak, self.peak = max(self.peak, self.size()), self.size()
+        return peak
+
+    def size(self) -> int:
+        """Members and open seeks: what a crowd adds."""
+        return len(self.members) + len(self.seeks)
 
     def by_name(self, name: str) -> Member | None:
         return self._by_name.get(name.lower())
@@ -318,6 +341,7 @@ class Lobby:
         self._by_offer.setdefault(key, {})[seek_id] = entry
         self._by_address[address] = self._by_address.get(address, 0) + 1
         owner.seeks.add(seek_id)
+        self.peak = max(self.peak, self.size())
         self._tell_subscribers(SeekAdded(seek=entry.wire()))
         return seek_id, None
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from itertools import accumulate
@@ -12,6 +15,8 @@ from prometheus_client.utils import floatToGoString
 
 _go_string: Callable[[float], str] = floatToGoString  # untyped in prometheus_client
 
+LOOP_LAG_PERIOD_S = 0.1
+LOOP_LAG_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 MOVE_SECONDS_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
@@ -78,5 +83,45 @@ class Metrics:
             "tessera_commit_batch_items", "Items written per storage transaction",
             buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500), registry=r)
 
+        self.memory_handbacks = Counter(
+            "tessera_memory_handbacks_total",
+            "Memory handed back to the system because a crowd of connections or seeks had "
+            "gone (server.memory.DropWatch)", registry=r)
+        self.loop_lag = Histogram(
+            "tessera_loop_lag_seconds",
+            "How late the event loop ran a timer due every LOOP_LAG_PERIOD_S: how long "
+            "something blocked it", buckets=LOOP_LAG_BUCKETS, registry=r)
+
+        self.gc_pause = Histogram(
+            "tessera_gc_seconds", "Collections of the cyclic garbage collector, by "
+            "generation (2: full), and how long each held the loop",
+            ["generation"], buckets=LOOP_LAG_BUCKETS, registry=r)
+
+    def time_collections(self) -> Callable[[], None]:
+        """Time every collection of the garbage collector into ``tessera_gc_seconds``
+        (``gc.callbacks``); returns the function that stops it."""
+        started = [0.0]
+        by_generation = [self.gc_pause.labels(generation=str(g)) for g in range(3)]
+
+        def callback(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            else:
+                by_generation[info["generation"]].observe(time.perf_counter() - started[0])
+
+        gc.callbacks.append(callback)
+        return lambda: gc.callbacks.remove(callback)
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+async def measure_loop_lag(metrics: Metrics, period_s: float = LOOP_LAG_PERIOD_S) -> None:
+    """Forever: sleep ``period_s`` and record how much later than that the loop woke up
+    (``tessera_loop_lag_seconds``): the time callbacks, collections and anything else run
+    on the loop's thread kept every other connection waiting."""
+    loop = asyncio.get_running_loop()
+    while True:
+        start = loop.time()
+        await asyncio.sleep(period_s)
+        metrics.loop_lag.observe(max(0.0, loop.time() - start - period_s))

@@ -13,7 +13,9 @@ attack (exit status 1 if any is missed, and the output names it):
 - ``owner_login`` (``lockout``, ``login-flood``): the owner, from an address that sent no
   wrong password, logged in within 1 s, during the attack and after it;
 - ``no_move_lost``: every move acknowledged to the canary is in the database;
-- ``memory``: the server's RSS ``settle`` seconds after the attack is within 25% of before.
+- ``memory``: the server's RSS ``settle`` seconds after the attack's connections are closed
+  on the server's side (its open files back near their number before; at most 60 s) is
+  within 25% of before.
 """
 
 from __future__ import annotations
@@ -106,10 +108,14 @@ def human(result: dict[str, Any]) -> str:
     srv = result["server"]
     lines.append(f"  server RSS MiB before/peak/after: {srv['rss_mb']['before']} / "
                  f"{srv['rss_mb']['peak']} / {srv['rss_mb']['after']}; open files peak "
-                 f"{srv['open_files_peak']} of {result.get('server_open_files_limit')}; "
+                 f"{srv['open_files_peak']} of {result.get('server_open_files_limit')} "
+                 f"(before {srv.get('open_files_before')}, after {srv.get('open_files_after')}; "
+                 f"closed server-side in {srv.get('drain_s')} s); "
                  f"log +{srv['log_bytes_added']} bytes; CPU during the attack "
                  f"{srv['cpu_s_during_attack']} s (attacker {result['attacker'].get('cpu_s')} "
                  f"s); load average {result.get('load_average')}")
+    lines.append(f"  server event loop lag during the attack: "
+                 f"{json.dumps(result.get('loop_lag_during_attack'))}")
     lines.append(f"  rows added: {json.dumps(result['rows_added'])}; acknowledged moves "
                  f"{can['move']['acknowledged']}, lost {result['acked_moves_lost']}")
     for tname, t in result["targets"].items():
@@ -150,8 +156,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--quiet", type=float, default=2.0,
                     help="canaries alone before the attack, seconds (default: %(default)s)")
     ap.add_argument("--settle", type=float, default=5.0,
-                    help="seconds after the attack before memory is read again "
-                         "(default: %(default)s)")
+                    help="seconds after the attack's connections are closed on the "
+                         "server's side before memory is read again (default: %(default)s)")
     ap.add_argument("--move-p99-ms", type=float, default=MOVE_P99_MS,
                     help="the move canary's p99 target (default: %(default)s)")
     size = ap.add_argument_group("attack sizes")

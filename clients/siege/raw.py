@@ -151,8 +151,11 @@ async def healthz(port: int, source: str = CANARY, timeout: float = 2.0) -> str 
     """GET /healthz: None if it answered 200, else what went wrong."""
     writer: asyncio.StreamWriter | None = None
     try:
-        reader, opened = await asyncio.wait_for(
-            asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0)), timeout)
+        try:
+            reader, opened = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0)), timeout)
+        except TimeoutError:
+            return "connect_timeout"  # not accepted in time (a full accept queue drops SYNs)
         writer = opened
         opened.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         line = await asyncio.wait_for(reader.readline(), timeout)
@@ -163,6 +166,38 @@ async def healthz(port: int, source: str = CANARY, timeout: float = 2.0) -> str 
     finally:
         if writer is not None:
             writer.transport.abort()
+
+
+async def loop_lag(port: int, source: str = CANARY, timeout: float = 15.0) -> dict[str, float]:
+    """The server's ``tessera_loop_lag_seconds`` histogram from ``/metrics``: cumulative
+    counts by upper bound (``"+Inf"`` is every sample), and its collections' count and
+    seconds by generation (``gc_count_2``, ``gc_sum_2``); empty if it did not answer."""
+    writer: asyncio.StreamWriter | None = None
+    try:
+        reader, opened = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0)), timeout)
+        writer = opened
+        opened.write(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        body = await asyncio.wait_for(reader.read(), timeout)
+    except (TimeoutError, OSError):
+        return {}
+    finally:
+        if writer is not None:
+            writer.transport.abort()
+    out: dict[str, float] = {}
+    for line in body.decode(errors="replace").splitlines():
+        if line.startswith("tessera_loop_lag_seconds_bucket{"):
+            bound = line.split('le="', 1)[1].split('"', 1)[0]
+            out[bound] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("tessera_loop_lag_seconds_sum "):
+            out["sum"] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("tessera_memory_handbacks_total "):
+            out["handbacks"] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith(("tessera_gc_seconds_count{", "tessera_gc_seconds_sum{")):
+            kind = "gc_count" if "_count{" in line else "gc_sum"
+            generation = line.split('generation="', 1)[1].split('"', 1)[0]
+            out[f"{kind}_{generation}"] = float(line.rsplit(" ", 1)[1])
+    return out
 
 
 def sock_count_limit() -> int:

@@ -3,9 +3,11 @@
 The server is started as shipped (``python -m server serve``, :class:`LocalServer`) on a
 free loopback port with a SQLite file in a temporary directory. The run goes through three
 phases: ``quiet`` (canaries only), ``attack`` (the attacker process runs), ``after``
-(``settle`` seconds once the attacker has exited and closed its connections). The
-server's resident memory is read from ``/proc/PID/status`` (before the attack, its peak
-during it, at the end of ``after``), its open files from ``/proc/PID/fd``, and the rows
+(once the attacker has exited and the server too has closed its connections: its open
+files back to within DRAIN_SLACK_FILES of before, waiting up to DRAIN_TIMEOUT_S; then
+``settle`` seconds). The server's resident memory is read from ``/proc/PID/status``
+(before the attack, its peak during it, at the end of ``after``), its open files from
+``/proc/PID/fd`` (the same three times), and the rows
 added to each table from the SQLite file, read-only, once the server has stopped.
 """
 
@@ -28,9 +30,11 @@ import protocol as p
 from ..connection import Connection, ServerError
 from ..localserver import LocalServer
 from .canaries import NETWORK_ERRORS, Account, BotCanary, HealthProbe, MoveCanary, Phase, PingCanary
-from .raw import OWNER, close_reason
+from .raw import OWNER, close_reason, loop_lag
 
 OWNER_LOGIN_TIMEOUT_S = 10.0
+DRAIN_TIMEOUT_S = 60.0  # the longest wait for the attacker's connections to close server-side
+DRAIN_SLACK_FILES = 16  # "closed": the server holds at most this many files more than before
 BOT_NAME = "siegebot"
 
 
@@ -72,11 +76,46 @@ class Process:
                     return int(line.split()[3])
         return None
 
+    async def drained(self, before: int, timeout_s: float, period: float = 0.25
+                      ) -> float | None:
+        """Wait until the process holds about as many files as ``before`` (the attacker's
+        connections closed on the server's side too, not only on the attacker's), for up
+        to ``timeout_s``: how long it took, or None if they were still open then."""
+        t0 = time.monotonic()
+        while self.fds() > before + DRAIN_SLACK_FILES:
+            if time.monotonic() - t0 >= timeout_s:
+                return None
+            await asyncio.sleep(period)
+        return round(time.monotonic() - t0, 2)
+
     async def sample(self, period: float = 0.25) -> None:
         while True:
             self.rss_peak_mb = max(self.rss_peak_mb, self.rss_mb())
             self.fds_peak = max(self.fds_peak, self.fds())
             await asyncio.sleep(period)
+
+
+def lag_summary(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """The server's event-loop lag between two reads of its histogram: how many timer
+    wake-ups (every 100 ms) came more than 20, 50, 100, 250 ms and 1 s late, and the
+    largest bucket reached (the lag was at most that)."""
+    if not before or not after:
+        return {"error": "no /metrics"}
+    def late(bound: str) -> int:
+        total = after["+Inf"] - before["+Inf"]
+        return int(total - (after.get(bound, 0.0) - before.get(bound, 0.0)))
+    bounds = sorted((float(b), b) for b in after if b[0].isdigit())
+    worst = next((b for b, key in bounds if late(key) == 0), None)
+    return {"samples": int(after["+Inf"] - before["+Inf"]),
+            **{f"over_{name}": late(key) for name, key in (
+                ("20ms", "0.02"), ("50ms", "0.05"), ("100ms", "0.1"), ("250ms", "0.25"),
+                ("1s", "1.0"))},
+            "max_below_s": worst, "sum_s": round(after["sum"] - before["sum"], 3),
+            "memory_handbacks": int(after.get("handbacks", 0) - before.get("handbacks", 0)),
+            "full_collections": int(after.get("gc_count_2", 0) - before.get("gc_count_2", 0)),
+            "full_collections_s": round(after.get("gc_sum_2", 0) - before.get("gc_sum_2", 0), 3),
+            "young_collections_s": round(sum(after.get(f"gc_sum_{g}", 0)
+                                             - before.get(f"gc_sum_{g}", 0) for g in "01"), 3)}
 
 
 def count_rows(db: Path) -> dict[str, int]:
@@ -220,15 +259,19 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
         rows_before = await asyncio.to_thread(count_rows, workdir / "tessera.db")
         log_before = server.log.stat().st_size
         rss_before = proc.rss_mb()
+        fds_before = proc.fds()
         proc.rss_peak_mb = rss_before
         sampler = asyncio.create_task(proc.sample())
         out["load_average"] = [round(x, 2) for x in os.getloadavg()]
         cpu_before = proc.cpu_s()
+        lag_before = await loop_lag(server.port)
         phase.name = "attack"
         out["attacker"], out["owner_login"] = await attack(name, server.port, params, url,
                                                            owner)
         cpu_attack = proc.cpu_s() - cpu_before
+        out["loop_lag_during_attack"] = lag_summary(lag_before, await loop_lag(server.port))
         phase.name = "after"
+        drained = await proc.drained(fds_before, DRAIN_TIMEOUT_S)
         await asyncio.sleep(settle_s)
         if name in ("lockout", "login-flood"):
             out["owner_login"]["after"] = await owner_login(url, owner)
@@ -237,6 +280,8 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
                                     "peak": round(proc.rss_peak_mb, 1),
                                     "after": round(rss_after, 1)},
                          "open_files_peak": proc.fds_peak,
+                         "open_files_before": fds_before, "open_files_after": proc.fds(),
+                         "drain_s": drained,
                          "cpu_s_during_attack": round(cpu_attack, 2),
                          "log_bytes_added": server.log.stat().st_size - log_before}
         for c in canaries:

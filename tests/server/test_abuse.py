@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Awaitable, Callable
 
@@ -107,6 +108,29 @@ async def test_too_many_requests_are_rate_limited(server: Live, other_game: Game
     assert len(pongs) >= burst - 1  # the one hello and the pings fit in the burst ...
     assert limited and all(r.code == "rate_limited" and r.retry_after_ms for r in limited)
     await goes_on(other_game)  # ... and other connections are not slowed down
+    await raw.close()
+
+
+async def test_a_flooding_connection_is_read_no_faster_than_its_budget(
+        server: Live, other_game: Game) -> None:
+    """Past its budget a connection gets one refusal and is then left unread until a
+    token is back (TCP pushes back on the sender), not one refusal per frame: a flood of
+    frames costs the server a refusal per wait, so it cannot take the loop from others."""
+    raw = await RawSocket.open(server.url)
+    burst, flood = int(server.settings.conn_burst), 400
+    await asyncio.gather(*(raw.send(pack({"t": "ping", "id": 100 + i})) for i in range(flood)))
+    replies: list[p.ServerMessage] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(1.0):  # the budget refills 20 a second: ~20 more served
+            while True:
+                replies.append(await raw.receive())
+    limited = [r for r in replies if isinstance(r, p.ErrorReply)]
+    pongs = [r for r in replies if isinstance(r, p.Pong)]
+    assert limited and all(r.code == "rate_limited" for r in limited)
+    # answered one by one as tokens come back: pongs beyond the burst, and a refusal per
+    # pause, not the ~{flood - burst} refusals at once of a server that reads on
+    assert len(pongs) > burst - 1 and len(limited) < 30, (len(pongs), len(limited))
+    await goes_on(other_game)
     await raw.close()
 
 

@@ -27,8 +27,9 @@ import websockets
 
 import protocol as p
 from clients.connection import Connection, ServerError
+from server.storage import sqlite_url
 
-from .conftest import Live, Serve, TestDatabase
+from .conftest import Live, Serve
 from .support import REPO, TIMEOUT, Clients, Player, start_game
 from .test_http import http_get, metric
 
@@ -172,12 +173,11 @@ def _json_lines(log: Path) -> list[dict[str, Any]]:
 
 
 async def test_serve_raises_its_open_files_limit_and_caps_connections_below_it(
-        database: TestDatabase, tmp_path: Path) -> None:
-    if database.backend != "sqlite":
-        pytest.skip("the limit is the process's, whatever the database")
+        tmp_path: Path) -> None:
+    db_url = sqlite_url(tmp_path / "tessera.db")  # the limit is the process's: one backend
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     hard = min(hard, 4096)
-    proc, ready, log = _server(database.url, tmp_path, (200, hard), "--fd-reserve", "100",
+    proc, ready, log = _server(db_url, tmp_path, (200, hard), "--fd-reserve", "100",
                                "--max-handshakes", "50")
     try:
         await _port(proc, ready, log)
@@ -192,14 +192,12 @@ async def test_serve_raises_its_open_files_limit_and_caps_connections_below_it(
         proc.wait(20)
 
 
-async def test_accept_failures_are_logged_once_per_interval_with_a_count(
-        database: TestDatabase, tmp_path: Path) -> None:
+async def test_accept_failures_are_logged_once_per_interval_with_a_count(tmp_path: Path) -> None:
     """A server out of files fails to accept: asyncio reports each failed ``accept()``
     (hundreds a second); the server logs the first and then one count per interval."""
-    if database.backend != "sqlite":
-        pytest.skip("the limit is the process's, whatever the database")
+    db_url = sqlite_url(tmp_path / "tessera.db")  # the limit is the process's: one backend
     files = 160
-    proc, ready, log = _server(database.url, tmp_path, (files, files),
+    proc, ready, log = _server(db_url, tmp_path, (files, files),
                                "--accept-log-interval", "60", "--fd-reserve", "0",
                                "--max-handshakes", "1000")  # none cut: the files run out
     sockets: list[socket.socket] = []
@@ -246,17 +244,16 @@ async def test_accept_failures_are_logged_once_per_interval_with_a_count(
 
 
 async def test_silent_sockets_beyond_max_handshakes_cut_the_oldest_and_health_answers(
-        database: TestDatabase, tmp_path: Path) -> None:
+        tmp_path: Path) -> None:
     """Raw TCP connections that never send a request, more than the server has files for:
     the oldest waiting is cut for each one over ``max_handshakes``, so the files never run
     out and /healthz answers while they are all still open on this side."""
-    if database.backend != "sqlite":
-        pytest.skip("the limit is the process's, whatever the database")
+    db_url = sqlite_url(tmp_path / "tessera.db")  # the limit is the process's: one backend
     # asyncio accepts up to 100 sockets in one go, and hands them over (where they can be
     # cut) and closes the cut ones a loop turn or two later: the files must hold the
     # server's own, the handshakes and a few such bursts (the reserve is for them)
     files, reserve, handshakes = 2000, 500, 10
-    proc, ready, log = _server(database.url, tmp_path, (files, files), "--fd-reserve",
+    proc, ready, log = _server(db_url, tmp_path, (files, files), "--fd-reserve",
                                str(reserve), "--max-handshakes", str(handshakes))
     sockets: list[socket.socket] = []
     try:

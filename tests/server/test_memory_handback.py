@@ -1,0 +1,82 @@
+"""Memory handed back once a crowd has gone (issue 16): the drop that triggers it, the
+tables rebuilt, and a real server doing it after its connections close."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import websockets
+
+from server import memory
+from server.lobby import Lobby
+from server.memory import DropWatch
+
+from .conftest import Serve
+from .support import ServerProcess
+
+
+async def test_a_hand_back_comes_once_the_crowd_has_halved_by_enough() -> None:
+    loads = iter([0, 300, 1000, 600, 500, 480, 20, 20, 150, 10])
+    now = 0
+    calls: list[int] = []
+
+    def load() -> int:
+        return now
+
+    async def hand_back() -> None:
+        calls.append(now)
+
+    watch = DropWatch(load, hand_back, min_drop=200)
+    seen = []
+    for now in loads:  # noqa: B007 (load() reads it)
+        seen.append(await watch.check())
+    # 1000 is the peak; 600 is not half of it, 500 is; then from 500 to 20 again; 150 -> 10
+    # is a drop of 140 only
+    assert seen == [False, False, False, False, True, False, True, False, False, False]
+    assert calls == [500, 20]
+
+
+def test_a_compacted_lobby_keeps_every_member_and_index() -> None:
+    lobby = Lobby()
+    sessions = [object() for _ in range(500)]
+    members = [lobby.join(k, f"Player{k}", "human", sessions[k]) for k in range(500)]
+    for member, session in zip(members[2:], sessions[2:], strict=True):
+        lobby.leave(member, session)
+    lobby.compact()
+    assert lobby.size() == 2
+    assert lobby.by_name("player1") is members[1]
+    assert set(lobby.members) == {0, 1}
+    lobby.leave(members[0], sessions[0])
+    assert lobby.by_name("player0") is None and lobby.size() == 1
+
+
+async def test_the_server_hands_memory_back_once_its_connections_have_closed(
+        serve: Serve) -> None:
+    async with serve() as live:
+        app = live.running.app
+        before = app.metrics.memory_handbacks._value.get()
+        crowd = [await websockets.connect(live.url) for _ in range(250)]
+        assert app.crowd() >= 250
+        await asyncio.gather(*(ws.close() for ws in crowd))
+        for _ in range(100):  # the watch looks every second
+            if app.metrics.memory_handbacks._value.get() > before:
+                break
+            await asyncio.sleep(0.1)
+        assert app.metrics.memory_handbacks._value.get() == before + 1
+        assert app.crowd() == 0
+
+
+@pytest.mark.skipif(memory._malloc_trim() is None, reason="glibc only")
+async def test_serve_runs_on_the_system_allocator(
+        server_process: Callable[..., ServerProcess], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m server serve`` executes itself again with PYTHONMALLOC=malloc (same
+    process id), so that malloc_trim can give back what a flood left."""
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    proc = server_process()
+    await proc.start()
+    assert proc.proc is not None
+    environ = Path(f"/proc/{proc.proc.pid}/environ").read_bytes().split(b"\0")
+    assert b"PYTHONMALLOC=malloc" in environ
