@@ -170,30 +170,6 @@ async def _registered(url: str, name: str) -> tuple[str, str]:
 RATED_CLOCK = p.Fischer(base_ms=3_600_000, increment_ms=0)  # an hour: no kill flags it
 
 
-async def _start_games(url: str, n: int) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
-    """Create N games, every other one rated between registered players (the others
-    casual between guests); return (game_id, (name, token) x2)."""
-    out = []
-    for i in range(n):
-        rated = i % 2 == 0
-        if rated:
-            a, b = await _registered(url, f"ca{i}"), await _registered(url, f"cb{i}")
-        else:
-            a, b = await _guest(url), await _guest(url)
-        game, options = GAMES[i % len(GAMES)]
-        async with await Connection.open(url) as ca, await Connection.open(url) as cb:
-            await ca.call(p.AuthToken, token=a[1])
-            await cb.call(p.AuthToken, token=b[1])
-            created = await ca.call(p.Challenge, to=b[0], game=game, options=options,
-                                    clock=RATED_CLOCK if rated else p.Unlimited(),
-                                    color=i % 2, rated=True if rated else None)
-            assert isinstance(created, p.ChallengeCreated)
-            await cb.call(p.AcceptChallenge, challenge_id=created.challenge_id)
-            started = await ca.wait_for(p.GameStarted)
-        out.append((started.game_id, a, b))
-    return out
-
-
 async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: Path
                     ) -> dict[str, Any]:
     rng = random.Random(seed)
@@ -206,7 +182,7 @@ async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: 
     ledger = Ledger()
     done_kills = 0
     try:
-        created = await _start_games(url, games)
+        created = await _start_games([url], games)
         players = []
         for game_id, a, b in created:
             for name, token in (a, b):
@@ -239,11 +215,12 @@ async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: 
             "reconnects": sum(pl.reconnects for pl, _ in players)}
 
 
-async def _start_games_across(urls: list[str], n: int
-                              ) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
-    """``_start_games`` on a cluster: game i's players on nodes i and i + 1 (the second
-    accepts, so its node owns the game and the first plays it from another node); every
-    other game rated, between registered players, as on one process."""
+async def _start_games(urls: list[str], n: int
+                       ) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
+    """Create N games, every other one rated between registered players (the others
+    casual between guests); return (game_id, (name, token) x2). On a cluster (several
+    ``urls``) game i's players are on nodes i and i + 1 (the second accepts, so its node
+    owns the game and the first plays it from another node)."""
     out = []
     for i in range(n):
         url_a, url_b = urls[i % len(urls)], urls[(i + 1) % len(urls)]
@@ -283,7 +260,7 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
         for node in cluster.nodes:
             await asyncio.to_thread(node.start)
         urls = cluster.urls
-        created = await _start_games_across(urls, games)
+        created = await _start_games(urls, games)
         players = []
         for index, (game_id, a, b) in enumerate(created):
             for offset, (name, token) in enumerate((a, b)):

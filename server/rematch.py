@@ -51,7 +51,7 @@ class Rematches:
 
     async def offer(self, user_id: int, game_id: str) -> None:
         """``user_id`` offers a rematch of ``game_id`` (accepting one already offered)."""
-        room, seat = await self._finished_seat(user_id, game_id)
+        room, seat = await finished_seat(self._games, user_id, game_id)
         offered = self._offers.get(game_id)
         if offered is not None and offered.by != seat:
             await self.accept(user_id, game_id)
@@ -64,7 +64,7 @@ class Rematches:
     async def accept(self, user_id: int, game_id: str) -> None:
         """Start the rematch the other player offered: ``game_started``, then
         ``rematch_ended`` (accepted, with the new game's id) to both."""
-        room, seat = await self._finished_seat(user_id, game_id)
+        room, seat = await finished_seat(self._games, user_id, game_id)
         offered = self._offers.get(game_id)
         if offered is None or offered.by == seat:
             raise refuse(p.ErrorCode.NOT_FOUND, "no rematch offer from your opponent",
@@ -78,7 +78,7 @@ class Rematches:
 
     async def decline(self, user_id: int, game_id: str) -> None:
         """Refuse the other's offer, or withdraw one's own."""
-        room, _ = await self._finished_seat(user_id, game_id)
+        room, _ = await finished_seat(self._games, user_id, game_id)
         if self._offers.pop(game_id, None) is None:
             raise refuse(p.ErrorCode.NOT_FOUND, "no rematch offer for this game", game_id)
         self._tell(room, p.RematchEnded(game_id=game_id, reason="declined"))
@@ -89,17 +89,6 @@ class Rematches:
             if offered.room.seat_of(user_id) is not None:
                 del self._offers[game_id]
                 self._tell(offered.room, p.RematchEnded(game_id=game_id, reason="lapsed"))
-
-    async def _finished_seat(self, user_id: int, game_id: str) -> tuple[GameRoom, int]:
-        room = await self._games.any(game_id)
-        if room is None:
-            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
-        seat = room.seat_of(user_id)
-        if seat is None:
-            raise refuse(p.ErrorCode.FORBIDDEN, "you did not play in this game", game_id)
-        if room.status.live:
-            raise refuse(p.ErrorCode.CONFLICT, "the game is not over yet", game_id)
-        return room, seat
 
     def _members(self, room: GameRoom) -> tuple[Member, Member]:
         members = [self._lobby.members.get(player.user_id) for player in room.players]
@@ -114,3 +103,17 @@ class Rematches:
             member = self._lobby.members.get(player.user_id)
             if member is not None:
                 member.send(frame)
+
+
+async def finished_seat(games: Games, user_id: int, game_id: str) -> tuple[GameRoom, int]:
+    """The finished game ``game_id`` and ``user_id``'s seat in it, or the refusal a
+    rematch request gets (no such game, not a player of it, not over yet)."""
+    room = await games.any(game_id)
+    if room is None:
+        raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
+    seat = room.seat_of(user_id)
+    if seat is None:
+        raise refuse(p.ErrorCode.FORBIDDEN, "you did not play in this game", game_id)
+    if room.status.live:
+        raise refuse(p.ErrorCode.CONFLICT, "the game is not over yet", game_id)
+    return room, seat

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import protocol as p
 from server.lobby import Offer
+from server.rematch import finished_seat
 from server.rooms import GameRoom, refuse
 
 from .presence import Online
@@ -73,7 +74,7 @@ class ClusterRematches:
 
     async def offer(self, user_id: int, game_id: str) -> None:
         """``user_id`` offers a rematch of ``game_id`` (accepting one already offered)."""
-        room, seat = await self._finished_seat(user_id, game_id)
+        room, seat = await finished_seat(self.cluster.app.games, user_id, game_id)
         await self._both_online(room)  # both must be online to be asked
         k = self.cluster.keys
         first, second = (player.user_id for player in room.players)
@@ -88,7 +89,7 @@ class ClusterRematches:
     async def accept(self, user_id: int, game_id: str) -> None:
         """Start the rematch the other player offered: ``game_started``, then
         ``rematch_ended`` (accepted, with the new game's id) to both."""
-        room, seat = await self._finished_seat(user_id, game_id)
+        room, seat = await finished_seat(self.cluster.app.games, user_id, game_id)
         missing = refuse(p.ErrorCode.NOT_FOUND, "no rematch offer from your opponent", game_id)
         held = await self.cluster.bus.redis.hget(self.cluster.keys.rematches, game_id)
         if held is None or held[:1] == str(seat).encode():
@@ -100,7 +101,7 @@ class ClusterRematches:
 
     async def decline(self, user_id: int, game_id: str) -> None:
         """Refuse the other's offer, or withdraw one's own."""
-        room, _ = await self._finished_seat(user_id, game_id)
+        room, _ = await finished_seat(self.cluster.app.games, user_id, game_id)
         if (await self._run_close(game_id, ""))[0] != b"closed":
             raise refuse(p.ErrorCode.NOT_FOUND, "no rematch offer for this game", game_id)
         await self._tell(room, p.RematchEnded(game_id=game_id, reason="declined"))
@@ -131,17 +132,6 @@ class ClusterRematches:
         result: list[Any] = await self._close(
             keys=[k.rematches], args=[game_id, seat, k.rematches_of_prefix])
         return result
-
-    async def _finished_seat(self, user_id: int, game_id: str) -> tuple[GameRoom, int]:
-        room = await self.cluster.app.games.any(game_id)
-        if room is None:
-            raise refuse(p.ErrorCode.NOT_FOUND, f"no game {game_id}", game_id)
-        seat = room.seat_of(user_id)
-        if seat is None:
-            raise refuse(p.ErrorCode.FORBIDDEN, "you did not play in this game", game_id)
-        if room.status.live:
-            raise refuse(p.ErrorCode.CONFLICT, "the game is not over yet", game_id)
-        return room, seat
 
     async def _both_online(self, room: GameRoom) -> tuple[Online, Online]:
         found = [await self.cluster.lobby.find(player.name) for player in room.players]
