@@ -118,13 +118,17 @@ class Canary:
     def start(self) -> None:
         self.task = asyncio.create_task(self.run())
 
-    async def stop(self) -> None:
+    async def stop_task(self) -> None:
+        """Mark it stopping and cancel its task, waiting for the task to end."""
         self.stopping = True
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
             self.task = None
+
+    async def stop(self) -> None:
+        await self.stop_task()
         for conn in self.conns:
             await conn.close()
         self.conns = []
@@ -261,12 +265,7 @@ class BotCanary(Canary):
 
     async def stop(self) -> None:
         """Stop, resigning the game in progress (so the bot is free when told to stop)."""
-        self.stopping = True
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-            self.task = None
+        await self.stop_task()
         if self.playing is not None:
             conn, game_id = self.playing
             with contextlib.suppress(ServerError, *NETWORK_ERRORS):
