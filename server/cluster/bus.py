@@ -367,6 +367,8 @@ class Bus:
                 if self._prober is None:
                     self._prober = asyncio.get_running_loop().create_task(self._probe())
                 return await reply
+        except RequestTimeout:
+            raise  # the target stopped listening (``_probe``)
         except TimeoutError:
             self.stats.timeouts += 1
             raise RequestTimeout(f"no reply from node {node_id!r} to {op!r} within "

@@ -68,6 +68,34 @@ async def test_a_silent_node_is_dead_and_claimed_once(redis: aioredis.Redis, key
     assert [n.node_id for n in await cluster_status(redis, keys)] == ["c"]  # a, b left
 
 
+async def test_a_node_whose_process_is_gone_is_dead_at_once_a_slow_one_is_not(
+        redis: aioredis.Redis, keys: Keys) -> None:
+    """A node that names its channel is dead once nobody listens there and it missed a
+    beat, long before its ``dead_after_s``; a node that still listens, only late with its
+    beat, is alive; so is one that just beat and does not listen yet (starting)."""
+    options = {"interval_s": 0.2, "dead_after_s": 60.0}
+    nodes = {name: registry(redis, keys, name, channel=keys.node_channel(name), **options)
+             for name in ("gone", "slow", "new")}
+    watcher = registry(redis, keys, "w", **options)
+    listener = redis.pubsub()
+    await listener.subscribe(keys.node_channel("gone"), keys.node_channel("slow"))
+    try:
+        for node in [*nodes.values(), watcher]:
+            await node.beat()
+        assert await watcher.check_dead() == []
+        await asyncio.sleep(0.3)  # every one of them missed a beat
+        await nodes["new"].beat()
+        assert await watcher.check_dead() == []
+        await listener.unsubscribe(keys.node_channel("gone"))  # its process died
+        assert await watcher.check_dead() == ["gone"]
+        found = {n.node_id: n for n in await cluster_status(redis, keys)}
+        assert [(name, found[name].alive, found[name].listening) for name in nodes] == [
+            ("gone", False, False), ("slow", True, True), ("new", True, False)]
+        assert found["gone"].owner == "gone/inc-gone"
+    finally:
+        await listener.aclose()
+
+
 async def test_long_dead_nodes_are_forgotten(redis: aioredis.Redis, keys: Keys) -> None:
     old = registry(redis, keys, "old", dead_after_s=0.2, interval_s=0.1)
     await old.beat()
