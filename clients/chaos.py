@@ -273,7 +273,10 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
         orphaned: list[tuple[float, str]] = []  # (kill time, a game the dead node owned)
         try:
             while done_kills < kills and not all(t.done() for t in tasks):
-                target = len(ledger.acked) + rng.randint(1, games)
+                # as many acknowledged moves at most as games in progress: a kill and a
+                # restart take seconds here, and the kills must land before the games end
+                playing = sum(not t.done() for t in tasks) // 2 or 1
+                target = len(ledger.acked) + rng.randint(1, playing)
                 while len(ledger.acked) < target and not all(t.done() for t in tasks):
                     await asyncio.sleep(0.005)
                 await asyncio.sleep(rng.random() * 0.02)
@@ -381,9 +384,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="server kills, M (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=1,
                         help="seed of the kill times and the bots (default: %(default)s)")
-    parser.add_argument("--think", type=float, default=0.05,
+    parser.add_argument("--think", type=float, default=None,
                         help="a bot waits up to this many seconds before each move (raise "
-                             "it if the games end before all the kills are made)")
+                             "it if the games end before all the kills are made; default: "
+                             "0.05, and 1.0 with --nodes, where a kill and a restart take "
+                             "seconds)")
     parser.add_argument("--nodes", type=int, default=0,
                         help="run a cluster of this many nodes on PostgreSQL and Redis (each "
                              "game's players on two different nodes) and kill a random node "
@@ -399,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --nodes: the nodes' lease (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     opts = parser.parse_args(argv)
+    if opts.think is None:
+        opts.think = 1.0 if opts.nodes else 0.05
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tessera-chaos-") as tmp:
         if opts.nodes:
