@@ -247,8 +247,9 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                             workdir: Path, db_url: str, redis_url: str | None, lease_ms: int
                             ) -> dict[str, Any]:
     """``run_chaos`` on a cluster of ``nodes``: a random node is SIGKILLed M times (and
-    started again after a moment); ``failover_*``: from a kill until each game the dead
-    node owned accepted a move again."""
+    started again after a moment, in the background: the next kill does not wait for it,
+    and picks one of the nodes that are up, leaving one up at least); ``failover_*``: from
+    a kill until each game the dead node owned accepted a move again."""
     rng = random.Random(seed)
     ledger = Ledger()
     done_kills = 0
@@ -271,6 +272,12 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
         tasks = [asyncio.create_task(pl.play(gid)) for pl, gid in players]
         interrupted: set[str] = set()
         orphaned: list[tuple[float, str]] = []  # (kill time, a game the dead node owned)
+        restarts: dict[int, asyncio.Task[None]] = {}  # node index -> its restart
+
+        async def restart(index: int) -> None:
+            await asyncio.sleep(rng.random() * 0.5)
+            await asyncio.to_thread(cluster.nodes[index].start)
+
         try:
             while done_kills < kills and not all(t.done() for t in tasks):
                 # as many acknowledged moves at most as games in progress: a kill and a
@@ -284,7 +291,14 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                     break
                 live = sorted({gid for (_, gid), t in zip(players, tasks, strict=True)
                                if not t.done()})
-                victim = rng.randrange(nodes)
+                up = [i for i in range(nodes) if i not in restarts or restarts[i].done()]
+                if len(up) < 2:  # leave a node up: wait for a restart
+                    await asyncio.wait([restarts[i] for i in range(nodes) if i not in up],
+                                       return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                victim = rng.choice(up)
+                if victim in restarts:
+                    restarts.pop(victim).result()  # it started again (or raise why not)
                 owners = await cluster.lease_owners(live)
                 killed_at = time.monotonic()
                 cluster.nodes[victim].kill()
@@ -292,9 +306,8 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                              if owner == f"n{victim}"]
                 interrupted.update(live)
                 done_kills += 1
-                await asyncio.sleep(rng.random() * 0.5)
-                await asyncio.to_thread(cluster.nodes[victim].start)
-            await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
+                restarts[victim] = asyncio.create_task(restart(victim))
+            await asyncio.wait_for(asyncio.gather(*tasks, *restarts.values()), timeout=600)
         finally:
             for task in tasks:
                 task.cancel()
