@@ -247,9 +247,14 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                             workdir: Path, db_url: str, redis_url: str | None, lease_ms: int
                             ) -> dict[str, Any]:
     """``run_chaos`` on a cluster of ``nodes``: a random node is SIGKILLed M times (and
-    started again after a moment, in the background: the next kill does not wait for it,
-    and picks one of the nodes that are up, leaving one up at least); ``failover_*``: from
-    a kill until each game the dead node owned accepted a move again."""
+    started again after a moment, in the background); ``failover_*``: from a kill until
+    each game the dead node owned accepted a move again.
+
+    One failover at a time: the next kill waits until every game the last victim owned has
+    accepted a move again (or ended, or 30 s passed), so that no failover is timed across
+    two kills; it does not wait for the victim's restart (3 to 6 s on a loaded machine,
+    long enough for the games to end before the last kill) and picks one of the nodes that
+    are up, leaving one up at least."""
     rng = random.Random(seed)
     ledger = Ledger()
     done_kills = 0
@@ -278,8 +283,20 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
             await asyncio.sleep(rng.random() * 0.5)
             await asyncio.to_thread(cluster.nodes[index].start)
 
+        by_game: dict[str, list[asyncio.Task[None]]] = {}
+        for (_, game_id), task in zip(players, tasks, strict=True):
+            by_game.setdefault(game_id, []).append(task)
+
+        def recovered(killed_at: float, game_id: str) -> bool:
+            return all(t.done() for t in by_game[game_id]) or any(
+                g == game_id and t > killed_at for (g, _), t in ledger.times.items())
+
         try:
             while done_kills < kills and not all(t.done() for t in tasks):
+                last = [(k, g) for k, g in orphaned if k == orphaned[-1][0]] if orphaned else []
+                while (last and time.monotonic() < last[0][0] + 30
+                       and not all(recovered(k, g) for k, g in last)):
+                    await asyncio.sleep(0.01)
                 # as many acknowledged moves at most as games in progress: a kill and a
                 # restart take seconds here, and the kills must land before the games end
                 playing = sum(not t.done() for t in tasks) // 2 or 1
