@@ -4,7 +4,9 @@ Every node beats once a ``interval_s``: one Lua script writes its entry in the s
 ``tessera:{cluster}:nodes`` (node id -> the heartbeat's time, read from Redis's own clock
 so that nodes on machines whose clocks differ agree), its description (a hash: id,
 incarnation, address, pid, start, connections, how many games, its interval and dead-after
-settings, the channel it listens on) and the set of games it holds leases on.
+settings, the channel it listens on) and the set of games it holds leases on (written
+only when it changed, and every ``REWRITE_EVERY`` beats: a beat stays a few small writes
+however many games the node holds, so beats can be frequent).
 
 A node is dead when either:
 
@@ -22,10 +24,10 @@ A dead node's entry stays listed (as dead) until ``forget_after_s``, so an opera
 what died and what it held.
 
 Every live node's heartbeat task also looks for dead nodes (every ``check_every_s``, more
-often than it beats: a look costs a few reads, a beat writes the node's games) and calls
-``on_dead(node_id)`` for each one it is the first to claim (``claim_dead``: one Lua script,
-so exactly one node cleans up after a dead one, e.g. its members' presence). A node that
-comes back under the same id beats again and is alive again: the claim is forgotten.
+often than it beats: a look costs a few reads) and calls ``on_dead(node_id)`` for each one
+it is the first to claim (``claim_dead``: one Lua script, so exactly one node cleans up
+after a dead one, e.g. its members' presence). A node that comes back under the same id
+beats again and is alive again: the claim is forgotten.
 
 ``cluster_status`` reads all of it for ``tessera cluster status``.
 """
@@ -46,18 +48,23 @@ from .keys import Keys, as_str, check_name
 
 log = logging.getLogger(__name__)
 
+REWRITE_EVERY = 20  # beats: the set of games is written again at least this often
+
 HEARTBEAT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('HSET', KEYS[2], 'node_id', ARGV[1], 'incarnation', ARGV[2], 'address', ARGV[3],
            'pid', ARGV[4], 'started_ms', ARGV[5], 'connections', ARGV[6],
-           'dead_after_ms', ARGV[7], 'heartbeat_ms', now, 'games', #ARGV - 10,
-           'interval_ms', ARGV[9], 'channel', ARGV[10])
+           'dead_after_ms', ARGV[7], 'heartbeat_ms', now, 'interval_ms', ARGV[9],
+           'channel', ARGV[10])
 redis.call('HDEL', KEYS[2], 'claimed_by')
-redis.call('DEL', KEYS[3])
-for i = 11, #ARGV, 1000 do
-  redis.call('SADD', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+if ARGV[11] == '1' then
+  redis.call('HSET', KEYS[2], 'games', #ARGV - 11)
+  redis.call('DEL', KEYS[3])
+  for i = 12, #ARGV, 1000 do
+    redis.call('SADD', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
 end
 redis.call('PEXPIRE', KEYS[2], ARGV[8])
 redis.call('PEXPIRE', KEYS[3], ARGV[8])
@@ -135,7 +142,7 @@ class NodeRegistry:
         ``channel``: the channel this node's process listens on for as long as it lives
         (its bus's node channel), so that the others see at once when it is gone (see the
         module docstring); none: dead only by ``dead_after_s``. ``check_every_s``: how
-        often to look for dead nodes (default: a quarter of ``interval_s``)."""
+        often to look for dead nodes (default: half of ``interval_s``)."""
         if dead_after_s <= interval_s:
             raise ValueError(f"dead_after_s ({dead_after_s}) must exceed interval_s "
                              f"({interval_s}), or a live node would look dead")
@@ -148,7 +155,7 @@ class NodeRegistry:
         self.interval_s = interval_s
         self.dead_after_s = dead_after_s
         self.forget_after_s = forget_after_s
-        self.check_every_s = interval_s / 4 if check_every_s is None else check_every_s
+        self.check_every_s = interval_s / 2 if check_every_s is None else check_every_s
         self.channel = channel
         self._report = report or (lambda: ((), 0))
         self._on_dead = on_dead
@@ -157,17 +164,28 @@ class NodeRegistry:
         self._forget = redis.register_script(FORGET)
         self._task: asyncio.Task[None] | None = None
         self.failures = 0  # heartbeats that could not reach Redis
+        self._written: frozenset[str] | None = None  # the games the last beats wrote
+        self._beats = 0
 
     async def beat(self) -> int:
-        """One heartbeat now; Redis's time of it (ms). Raises RedisError if unreachable."""
+        """One heartbeat now; Redis's time of it (ms). Raises RedisError if unreachable.
+
+        The set of games is written only when it changed since the beat that last wrote
+        it, and every ``REWRITE_EVERY`` beats (a Redis restarted between two beats lost
+        it): a beat is then a few small writes whatever the node holds."""
         games, connections = self._report()
+        held = frozenset(games)
+        write = held != self._written or self._beats % REWRITE_EVERY == 0
+        self._written = None  # until this beat is known to have landed
         stamp = int(await self._heartbeat(
             keys=[self.keys.nodes, self.keys.node(self.node_id),
                   self.keys.node_games(self.node_id)],
             args=[self.node_id, self.incarnation, self.address, os.getpid(),
                   self.started_ms, connections, int(self.dead_after_s * 1000),
                   int(self.forget_after_s * 1000), int(self.interval_s * 1000),
-                  self.channel, *games]))
+                  self.channel, int(write), *(held if write else ())]))
+        self._written = held
+        self._beats += 1
         if not self.started_ms:
             self.started_ms = stamp
             await self.redis.hset(self.keys.node(self.node_id), "started_ms", stamp)

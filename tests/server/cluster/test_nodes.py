@@ -11,7 +11,7 @@ import sys
 import redis.asyncio as aioredis
 
 from server.cluster.keys import Keys
-from server.cluster.nodes import NodeRegistry, cluster_status
+from server.cluster.nodes import REWRITE_EVERY, NodeRegistry, cluster_status
 from server.cluster.status import format_status
 
 from .conftest import eventually, free_port
@@ -36,6 +36,29 @@ async def test_heartbeats_say_who_is_alive_and_what_they_hold(
     assert nodes[0].address == a.address and nodes[0].pid > 0
     table = format_status(keys.cluster, nodes)
     assert "2 nodes alive, 0 dead" in table and "games: g1 g2" in table
+
+
+async def test_a_beat_writes_the_games_when_they_changed(redis: aioredis.Redis, keys: Keys
+                                                         ) -> None:
+    held = ["g1"]
+    a = registry(redis, keys, "a", report=lambda: (list(held), 0))
+
+    async def listed() -> tuple[str, ...]:
+        [node] = await cluster_status(redis, keys)
+        return node.games
+
+    await a.beat()
+    assert await listed() == ("g1",)
+    await redis.delete(keys.node_games("a"))  # as if lost: unchanged, not written again
+    await a.beat()
+    assert await listed() == ()
+    held.append("g2")
+    await a.beat()
+    assert await listed() == ("g1", "g2")
+    await redis.delete(keys.node_games("a"))
+    for _ in range(REWRITE_EVERY):  # written again every REWRITE_EVERY beats anyway
+        await a.beat()
+    assert await listed() == ("g1", "g2")
 
 
 async def test_a_silent_node_is_dead_and_claimed_once(redis: aioredis.Redis, keys: Keys
