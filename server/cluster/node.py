@@ -490,9 +490,10 @@ class ClusterNode:
 
     def _node_dead(self, node_id: str) -> None:
         """A dead node (claimed by this one): its members go offline, its connections in
-        the games owned here are forgotten, and its games are looked for at once."""
-        self.spawn(self.lobby.reap(node_id))
+        the games owned here are forgotten, and its games are looked for at once (first:
+        their players wait)."""
         self.spawn(self.sweep())
+        self.spawn(self.lobby.reap(node_id))
         self._forget_seats_of(node_id)
 
     def _drop_seats(self, game_id: str) -> None:
