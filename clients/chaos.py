@@ -88,7 +88,8 @@ class ChaosPlayer:
                 continue
             try:
                 await conn.call(p.AuthToken, token=self.token)
-                await self._session(conn)
+                while self.result is None:  # a resync resumes on the same connection
+                    await self._session(conn)
             except NETWORK_ERRORS:
                 self.reconnects += 1
                 self._next_node()
