@@ -7,6 +7,13 @@ models, queries and migrations run on both; nothing here is SQLite-only SQL.
 Nothing is built at import time: ``main()`` calls ``make_engine`` and
 ``make_session_factory`` and disposes the engine on the way out.
 
+PostgreSQL connections are pooled (``POSTGRES_POOL_SIZE`` kept open, none opened beyond it:
+a burst waits for a free connection instead of opening and closing one per query) and not
+pinged on checkout: a connection the server dropped (a restart) fails the one statement
+that finds it, SQLAlchemy then discards the whole pool, and the next statement reconnects.
+Single-statement reads run in autocommit (``read_engine``): one round trip, where a
+transaction costs three (BEGIN, the query, ROLLBACK).
+
 SQLite settings, applied to every new connection by a ``connect`` listener:
 
 ``journal_mode=WAL``
@@ -110,6 +117,11 @@ def is_sqlite(engine_or_url: AsyncEngine | URL) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
+POSTGRES_POOL_SIZE = 10
+"""Connections one server process keeps to PostgreSQL (its moves take one; the rest serve
+reads and small writes). Nodes x this must stay below the server's max_connections."""
+
+
 def make_engine(
     url: str | URL,
     *,
@@ -139,7 +151,20 @@ def make_engine(
         return engine
     settings = {"application_name": "tessera", **dict(args.get("server_settings") or {})}
     args["server_settings"] = settings
-    return _create_async_engine(parsed, connect_args=args, pool_pre_ping=True, **options)
+    options.setdefault("pool_size", POSTGRES_POOL_SIZE)
+    options.setdefault("max_overflow", 0)
+    if options.get("poolclass") is not None:  # NullPool takes no size
+        options.pop("pool_size"), options.pop("max_overflow")
+    return _create_async_engine(parsed, connect_args=args, **options)
+
+
+def read_engine(engine: AsyncEngine) -> AsyncEngine:
+    """The engine for reads of one statement: autocommit on PostgreSQL (no BEGIN and
+    ROLLBACK round trips), the engine itself on SQLite (whose BEGIN costs no round trip).
+    Never for writes, nor for reads that must see one snapshot across statements."""
+    if is_sqlite(engine):
+        return engine
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
 
 
 def make_blocking_engine(
