@@ -407,9 +407,27 @@ class Store:
         if user_id is not None:
             statement = statement.where(or_(GameRow.player0_id == user_id,
                                             GameRow.player1_id == user_id))
-        async with self.reads() as session:
-            return list(await session.scalars(
-                statement.order_by(GameRow.created_at, GameRow.id)))
+        async with self.reader.connect() as conn:
+            return list((await conn.execute(
+                statement.order_by(GameRow.created_at, GameRow.id))).scalars())
+
+    async def playing_counts(self, user_ids: Sequence[int]) -> dict[int, int]:
+        """How many games in progress each of these users sits in (0 included): one
+        query for the cap a cluster node checks before a game starts."""
+        counts = dict.fromkeys(user_ids, 0)
+        if not counts:
+            return counts
+        games = _GAMES.c
+        async with self.reader.connect() as conn:
+            rows = await conn.execute(
+                select(games.player0_id, games.player1_id).where(
+                    games.status == "playing",
+                    or_(games.player0_id.in_(counts), games.player1_id.in_(counts))))
+            for row in rows:
+                for user_id in {row[0], row[1]}:
+                    if user_id in counts:
+                        counts[user_id] += 1
+        return counts
 
     async def load_active_games(self) -> list[StoredGame]:
         """Every game in progress with its moves and chat, oldest game first (for restarts)."""
