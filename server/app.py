@@ -154,6 +154,15 @@ class App:
         """The accounts connected to this server now."""
         return {s.user.id for s in self.sessions if s.user is not None}
 
+    async def connected_user_ids(self) -> set[int]:
+        """The accounts connected now to this server or, in a cluster, to any node (what
+        the guest sweep spares); raises if a cluster's presence cannot be read."""
+        here = self.online_user_ids()
+        if self.cluster is None:
+            return here
+        await self.cluster.refresh_nodes()  # a node that started a moment ago counts too
+        return here | {user.user_id for user in await self.cluster.lobby.presence.everyone()}
+
     async def close(self) -> None:
         """Stop the games' timers and the background work; release the password threads."""
         self.games.close()
@@ -222,7 +231,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 if settings.guest_ttl_s > 0:
                     app.tasks.spawn(sweep_guests_forever(
                         app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,
-                        app.online_user_ids), name="tessera-guest-sweep")
+                        app.connected_user_ids), name="tessera-guest-sweep")
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:

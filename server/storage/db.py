@@ -9,8 +9,9 @@ Nothing is built at import time: ``main()`` calls ``make_engine`` and
 
 PostgreSQL connections are pooled (``POSTGRES_POOL_SIZE`` kept open, as many again opened
 for a burst and closed after it: the default of 5 made a busy node open and close a
-connection, SSL probe included, for most of its reads) and not pinged on checkout: a connection the server dropped (a restart) fails the one statement
-that finds it, SQLAlchemy then discards the whole pool, and the next statement reconnects.
+connection, SSL probe included, for most of its reads) and not pinged on checkout: a
+connection the server dropped (a restart) fails the one statement that finds it,
+SQLAlchemy then discards the whole pool, and the next statement reconnects.
 Single-statement reads run in autocommit (``read_engine``): one round trip, where a
 transaction costs three (BEGIN, the query, ROLLBACK).
 
