@@ -39,7 +39,7 @@ from .ladder import Ladder
 from .lobby import Lobby, Member, Offer
 from .logs import AcceptFailureLog
 from .metrics import Metrics, measure_loop_lag
-from .ratelimit import BucketTable
+from .ratelimit import AccountLimits, MemoryTokenBuckets
 from .rematch import Rematches, RematchOffers
 from .revocation import enforce_revocations
 from .rooms import GameRoom
@@ -82,8 +82,11 @@ class App:
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         # an account's budgets over all its connections
-        self.account_requests = BucketTable(settings.account_rate, settings.account_burst)
-        self.account_chat = BucketTable(settings.chat_rate, settings.chat_burst)
+        # (a cluster node's are shared with the other nodes: cluster.node)
+        self.account_requests: AccountLimits = MemoryTokenBuckets(settings.account_rate,
+                                                                  settings.account_burst)
+        self.account_chat: AccountLimits = MemoryTokenBuckets(settings.chat_rate,
+                                                              settings.chat_burst)
         self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
 
     async def _start(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
