@@ -237,9 +237,15 @@ class ClusterLobby:
 
     async def accept_challenge(self, s: Session, m: p.AcceptChallenge) -> p.ServerMessage:
         me = await self.fresh(s.me())
-        await self.check_can_play(me.user_id, me.name, me=True)
         entry = await self.challenges.answer(m.challenge_id, me.user_id)
         received = entry.received
+        try:
+            await self.check_can_play(me.user_id, me.name, me=True,
+                                      other=(entry.challenger_id, received.from_.name))
+        except p.ProtocolError:
+            with contextlib.suppress(Exception):  # left pending, as one process leaves it
+                await self.challenges.create(entry)
+            raise
         challenger = _online_of(received.from_, entry.challenger_id)
         seats = [challenger, _online_of(me.wire(), me.user_id)]
         if received.color == "random":
