@@ -130,9 +130,10 @@ class App:
         return self.admission.take_peak() + self.lobby.take_peak()
 
     async def hand_back_memory(self) -> None:
-        """A crowd has gone: sweep, rebuild the tables it grew, collect the cycles its
-        connections left (a full collection: the young generation's threshold is high,
-        :func:`tune_gc`) and give the free memory back to the system."""
+        """A crowd has gone: sweep, rebuild the tables it grew, collect what cycles it
+        left (its connections leave none: :func:`wsio.release`; under
+        :func:`collector.pace` only what is not frozen yet is scanned) and give the free
+        memory back to the system."""
         t0 = time.perf_counter()
         swept = self.sweep_idle()
         self.lobby.compact()
