@@ -16,7 +16,8 @@ measured), however many connections are open. An object frozen and later freed b
 last reference is freed as usual. What the collector no longer sees is a cycle of objects
 that survived a young collection and became garbage later: every ``full_every_s`` (10
 minutes) everything is unfrozen and collected once, a pause in proportion to what the
-server holds (about 0.1 s for an idle server; seconds with 20,000 connections open).
+server holds (0.03 to 0.27 s for an idle server; 0.75 s of CPU with 10,000 connections
+open).
 """
 
 from __future__ import annotations
