@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
-from . import memory, wsio
+from . import collector, memory, wsio
 from .accounts import Accounts, Passwords
 from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
@@ -133,9 +133,10 @@ class App:
         return self.admission.take_peak() + self.lobby.take_peak()
 
     async def hand_back_memory(self) -> None:
-        """A crowd has gone: sweep, rebuild the tables it grew, collect the cycles its
-        connections left (a full collection: the young generation's threshold is high,
-        :func:`tune_gc`) and give the free memory back to the system."""
+        """A crowd has gone: sweep, rebuild the tables it grew, collect what cycles it
+        left (its connections leave none: :func:`wsio.release`; under
+        :func:`collector.pace` only what is not frozen yet is scanned) and give the free
+        memory back to the system."""
         t0 = time.perf_counter()
         swept = self.sweep_idle()
         self.lobby.compact()
@@ -251,27 +252,6 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
     log.info("stopped: everything acknowledged is stored")
 
 
-GC_YOUNG_THRESHOLD = 50_000  # CPython's default, 700, runs the collector ~100 times a second
-
-
-def tune_gc() -> None:
-    """Make the cyclic garbage collector cheaper for a long-running server.
-
-    Nearly all of a move's garbage goes with its last reference, so the collector finds
-    little; but at CPython's default it runs about a hundred times a second under load and
-    its full collections scan every object of a thousand connections, for pauses of 100 ms
-    and more. A higher threshold for the young generation makes it run far less often
-    (50,000 rather than 10,000 halved the collector's time again: 0.34 to 0.42 s against
-    0.81 to 0.93 s in a 20-second run at K = 500, where it finds about 3,000 objects to
-    free in all), and freezing what exists once the server is up (modules, tables,
-    restored games) keeps those objects out of every later collection.
-    """
-    gc.collect()
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
-
-
 async def run_server(settings: Settings, ready_file: str | None = None) -> None:
     """Serve until SIGTERM or SIGINT."""
     stop = asyncio.Event()
@@ -279,7 +259,8 @@ async def run_server(settings: Settings, ready_file: str | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with running_server(settings) as running:
-        tune_gc()
+        collector.tune_gc()
+        running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
         if ready_file:
             with open(ready_file, "w") as f:
                 f.write(f"{running.port}\n")

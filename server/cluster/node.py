@@ -53,8 +53,8 @@ from prometheus_client.core import (
 from redis.exceptions import RedisError
 
 import protocol as p
-from server import wire
-from server.app import running_server, tune_gc
+from server import collector, wire
+from server.app import running_server
 from server.config import Settings
 from server.revocation import close_revoked
 from server.rooms import GameRoom, Player
@@ -852,7 +852,8 @@ async def run_node(settings: Settings, cluster: ClusterSettings,
         try:
             async with running_server(settings, cluster=node) as running:
                 await node.start(f"{settings.host}:{running.port}")
-                tune_gc()
+                collector.tune_gc()
+                running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
                 if ready_file:
                     with open(ready_file, "w") as f:
                         f.write(f"{running.port}\n")
