@@ -165,6 +165,7 @@ class ClusterNode:
         self.live_nodes: set[str] = {settings.node_id}
         self.dead_owners: frozenset[str] = frozenset()  # lease values of dead processes
         self._nodes_read = -1.0  # when live_nodes and dead_owners were read (loop time)
+        self._swept_for: frozenset[str] = frozenset()  # dead owners _watch_nodes swept for
         self.lobby = ClusterLobby(self)
         self.revocations = Revocations(bus, self._revoked)
         self.remote: dict[str, RemoteGame] = {}
@@ -256,10 +257,16 @@ class ClusterNode:
                 self.spawn(room.player_disconnected(seat.seat, seat))
 
     async def _watch_nodes(self) -> None:
+        """Every beat: the nodes alive; when a process died since the last look, its
+        games are looked for at once here too (not only by the node that claims the death:
+        the survivors share the takeovers, each sweep in its own random order)."""
         while True:
             await asyncio.sleep(self.settings.heartbeat_s)
             try:
                 await self.refresh_nodes()
+                if self.dead_owners - self._swept_for:
+                    self.spawn(self.sweep())
+                self._swept_for = self.dead_owners
             except RedisError as exc:
                 log.debug("cluster: nodes not refreshed: %s", exc)
 
