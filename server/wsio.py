@@ -11,12 +11,16 @@ and an idle connection owns no writer task. :func:`flush` is a copy of websocket
 The caps on connections (:mod:`server.admission`) need two more hooks, also here:
 :func:`on_connection_lost` (``Connection.connection_lost_waiter``) and
 :func:`reporting_connection` (``serve``'s ``create_connection`` and
-``ServerConnection.connection_made``).
+``ServerConnection.connection_made``). The connections it makes also let go of themselves
+once closed (:func:`release`), so that the cyclic garbage collector is not needed to free
+them.
 
 This relies on websockets 17's ``Connection.protocol`` (``send_binary``, ``data_to_send``,
-``state``), ``Connection.transport``, ``Connection.send_data`` and the hooks above;
-tests/server/test_wsio.py is pinned to that version and checks each of them, so an upgrade
-that moves one fails loudly there rather than quietly here.
+``state``, ``parser``), ``Connection.transport``, ``Connection.send_data``,
+``Connection.connection_lost`` and the hooks above, and on asyncio's socket transport
+before Python 3.12 (``_read_ready_cb``); tests/server/test_wsio.py is pinned to that version
+and checks each of them, so an upgrade that moves one fails loudly there rather than
+quietly here.
 """
 
 from __future__ import annotations
@@ -114,7 +118,31 @@ def reporting_connection(accepted: Callable[[ServerConnection], None]
             super().connection_made(transport)
             accepted(self)
 
+        def connection_lost(self, exc: Exception | None) -> None:
+            super().connection_lost(exc)
+            release(self)
+
     return Reported
+
+
+def release(ws: Connection) -> None:
+    """Break the reference cycles a closed connection is left with, so that it is freed as
+    soon as the server lets go of it rather than by the cyclic garbage collector.
+
+    Two parts of every connection refer to themselves once it is closed: websockets'
+    sans-I/O protocol keeps its parser, a generator suspended at its last ``yield`` whose
+    frame holds the protocol; and before Python 3.12 asyncio's socket transport keeps a
+    bound method of its own (``_read_ready_cb``; 3.12 clears it on close, CPython
+    gh-100348). Each closed connection, with its buffers, then waited for a collection, and
+    the server collects its young objects only every 50,000 allocations
+    (``server.app.tune_gc``): after a flood of 6,500 short connections (the guest flood
+    of ``tessera siege``) 18 MiB of them were still held 5 s later, and the heap they had
+    grown stayed (docs/RELIABILITY.md, section 8). Called from ``connection_lost``, when
+    websockets has fed the parser its end of stream (``receive_eof``): it is done."""
+    ws.protocol.parser.close()
+    transport = ws.transport
+    if getattr(transport, "_read_ready_cb", None) is not None:
+        transport._read_ready_cb = None  # type: ignore[attr-defined]
 
 
 def abort(ws: Connection) -> None:

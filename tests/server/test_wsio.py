@@ -8,8 +8,10 @@ upgraded, these tests say exactly what changed; update wsio.py, then the pins.
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import inspect
+import weakref
 
 import websockets
 from websockets.asyncio.connection import Connection
@@ -77,3 +79,34 @@ async def test_connection_lost_waiter_and_create_connection_are_what_wsio_uses(
     assert lost == [True]
     wsio.on_connection_lost(ws, lambda: lost.append(True))  # already lost: called at once
     assert lost == [True, True]
+
+
+async def test_a_closed_connection_is_freed_without_the_cyclic_collector(
+        server: Live) -> None:
+    """``reporting_connection``'s connections call ``wsio.release`` once lost: their
+    protocol (whose parser generator refers to it) and transport (before Python 3.12, a
+    bound method of its own) are freed by reference counting, not left for a collection.
+    Fails if websockets or asyncio grow another cycle there, or stop being freed."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()  # only reference counting frees anything now
+    try:
+        client = await server.clients.guest()
+        (session,) = [s for s in server.running.app.sessions
+                      if s.user is not None and s.user.name == client.name]
+        ws = session.ws
+        assert inspect.isgenerator(ws.protocol.parser)  # what release() closes
+        refs = [weakref.ref(ws), weakref.ref(ws.protocol), weakref.ref(ws.transport),
+                weakref.ref(session)]
+        await client.close()
+        await ws.wait_closed()
+        await ws.connection_lost_waiter
+        del session, ws
+        for _ in range(50):  # the handler's task and the transport's callbacks finish
+            await asyncio.sleep(0.01)
+            if all(ref() is None for ref in refs):
+                break
+        assert [ref() is None for ref in refs] == [True] * 4, [ref() for ref in refs]
+    finally:
+        if was_enabled:
+            gc.enable()
