@@ -86,7 +86,7 @@ class App:
         self.account_requests = BucketTable(settings.account_rate, settings.account_burst)
         self.account_chat = BucketTable(settings.chat_rate, settings.chat_burst)
         self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
-        self._handing_back = False
+        self._handing_back = asyncio.Lock()  # one hand-back at a time
 
     async def _start(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
         return await start_between(self.games, offer, members)
@@ -136,12 +136,12 @@ class App:
         connections left (a full collection: the young generation's threshold is high,
         :func:`tune_gc`) and give the free memory back to the system. Without ``collect``
         (a flood of short connections has passed: each was freed as it closed,
-        ``wsio.release``) no collection and a single trim. One at a time: a hand-back asked
-        for while one runs is skipped."""
-        if self._handing_back:
+        ``wsio.release``) no collection and a single trim. One at a time: without
+        ``collect`` it is skipped while another runs; with it, it waits its turn (what a
+        crowd leaves may still need the collection: an exception's traceback and frames)."""
+        if not collect and self._handing_back.locked():
             return
-        self._handing_back = True
-        try:
+        async with self._handing_back:
             t0 = time.perf_counter()
             swept = self.sweep_idle()
             self.lobby.compact()
@@ -160,8 +160,6 @@ class App:
                 # what the closed connections' last callbacks free after the collection
                 await asyncio.sleep(memory.TRIM_AGAIN_S)
                 await asyncio.to_thread(memory.give_back)
-        finally:
-            self._handing_back = False
 
     async def hand_back_after_churn(self) -> None:
         """Many connections came and went, each soon (:class:`memory.Churn`)."""
