@@ -16,11 +16,11 @@ once closed (:func:`release`), so that the cyclic garbage collector is not neede
 them.
 
 This relies on websockets 17's ``Connection.protocol`` (``send_binary``, ``data_to_send``,
-``state``, ``parser``), ``Connection.transport``, ``Connection.send_data``,
-``Connection.connection_lost`` and the hooks above, and on asyncio's socket transport
-before Python 3.12 (``_read_ready_cb``); tests/server/test_wsio.py is pinned to that version
-and checks each of them, so an upgrade that moves one fails loudly there rather than
-quietly here.
+``state``, ``parser``, ``parser_exc``, ``handshake_exc``), ``Connection.transport``,
+``Connection.send_data``, ``Connection.connection_lost`` and the hooks above, and on
+asyncio's socket transport before Python 3.12 (``_read_ready_cb``);
+tests/server/test_wsio.py is pinned to that version and checks each of them, so an
+upgrade that moves one fails loudly there rather than quietly here.
 """
 
 from __future__ import annotations
@@ -107,6 +107,14 @@ def on_connection_lost(ws: Connection, callback: Callable[[], None]) -> None:
     waiter.add_done_callback(lambda _: callback())
 
 
+def _drop_tracebacks(exc: BaseException | None, depth: int = 8) -> None:
+    """Drop the tracebacks of ``exc`` and of the exceptions it was raised from."""
+    while exc is not None and depth > 0:
+        exc.__traceback__ = None
+        exc = exc.__cause__ or exc.__context__
+        depth -= 1
+
+
 async def until_lost(ws: Connection, timeout_s: float) -> None:
     """Wait ``timeout_s``, or less if the connection's transport goes meanwhile."""
     waiter: asyncio.Future[None] = ws.connection_lost_waiter
@@ -144,9 +152,16 @@ def release(ws: Connection) -> None:
     the server collects its young objects only every 50,000 allocations
     (``server.app.tune_gc``): after a flood of 6,500 short connections (the guest flood
     of ``tessera siege``) 18 MiB of them were still held 5 s later, and the heap they had
-    grown stayed (docs/RELIABILITY.md, section 8). Called from ``connection_lost``, when
-    websockets has fed the parser its end of stream (``receive_eof``): it is done."""
-    ws.protocol.parser.close()
+    grown stayed (docs/RELIABILITY.md, section 8). A connection that ended abruptly (the
+    peer vanished, a bad frame, a failed handshake) also keeps the exception that ended
+    its parser, whose traceback holds the parser's frame, which holds the protocol: the
+    tracebacks go (the exceptions stay, for ``ConnectionClosed``'s cause). Called from
+    ``connection_lost``, when websockets has fed the parser its end of stream
+    (``receive_eof``): it is done."""
+    protocol = ws.protocol
+    protocol.parser.close()
+    for exc in (protocol.parser_exc, protocol.handshake_exc):
+        _drop_tracebacks(exc)
     transport = ws.transport
     if getattr(transport, "_read_ready_cb", None) is not None:
         transport._read_ready_cb = None  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ import hashlib
 import inspect
 import weakref
 
+import pytest
 import websockets
 from websockets.asyncio.connection import Connection
 from websockets.protocol import Protocol, State
@@ -81,12 +82,14 @@ async def test_connection_lost_waiter_and_create_connection_are_what_wsio_uses(
     assert lost == [True, True]
 
 
+@pytest.mark.parametrize("ending", ["closed", "vanished"])
 async def test_a_closed_connection_is_freed_without_the_cyclic_collector(
-        server: Live) -> None:
+        server: Live, ending: str) -> None:
     """``reporting_connection``'s connections call ``wsio.release`` once lost: their
-    protocol (whose parser generator refers to it) and transport (before Python 3.12, a
-    bound method of its own) are freed by reference counting, not left for a collection.
-    Fails if websockets or asyncio grow another cycle there, or stop being freed."""
+    protocol (whose parser generator refers to it, and, when the peer vanished without a
+    close frame, the parser's EOFError by its traceback) and transport (before Python
+    3.12, a bound method of its own) are freed by reference counting, not left for a
+    collection. Fails if websockets or asyncio grow another cycle there."""
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()  # only reference counting frees anything now
@@ -98,9 +101,14 @@ async def test_a_closed_connection_is_freed_without_the_cyclic_collector(
         assert inspect.isgenerator(ws.protocol.parser)  # what release() closes
         refs = [weakref.ref(ws), weakref.ref(ws.protocol), weakref.ref(ws.transport),
                 weakref.ref(session)]
-        await client.close()
+        if ending == "closed":
+            await client.close()
+        else:
+            client.conn.ws.transport.abort()  # no close frame: the server's parser fails
         await ws.wait_closed()
         await ws.connection_lost_waiter
+        if ending == "vanished":
+            assert isinstance(ws.protocol.parser_exc, EOFError)
         del session, ws
         for _ in range(50):  # the handler's task and the transport's callbacks finish
             await asyncio.sleep(0.01)
