@@ -1,5 +1,6 @@
 """What a guest flood leaves in the server's memory, and where:
-``python -m tests.tools.guest_memory [--seconds S] [--flooders N]``.
+``python -m tests.tools.guest_memory [--seconds S] [--flooders N]
+[--attack fd-exhaustion --connections N]``.
 
 Runs the server in this process (default settings, a fresh SQLite file, ``tune_gc`` as
 ``tessera serve`` does, and the system allocator: the tool executes itself again with
@@ -10,7 +11,11 @@ the flood, every second during it, 5 s after it, then after a full collection an
 ``malloc_trim``: the RSS, glibc's heap (``mallinfo2``: its size, the bytes in use, the
 bytes free in it), the objects the cyclic collector tracks, the open sessions and the
 server's tables a stranger adds to; and the types whose tracked objects grew, 5 s after
-and after the collection. docs/RELIABILITY.md, section 8, has what it found.
+and after the collection. With ``--attack fd-exhaustion`` the attacker is that of
+``tessera siege``'s ``fd-exhaustion`` instead (``--connections`` idle websockets, 50 per
+address, held until the hello deadline closes them or the attack ends); the open-files
+limit of this process is raised to its hard limit first. docs/RELIABILITY.md, section 8,
+has what it found.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import ctypes
 import gc
 import json
 import os
+import resource
 import sys
 import tempfile
 from collections import Counter
@@ -70,7 +76,7 @@ def show(label: str, app: App) -> None:
           f"{tables}", flush=True)
 
 
-async def main(seconds: float, flooders: int) -> None:
+async def main(seconds: float, attack: str, params: dict[str, int]) -> None:
     with tempfile.TemporaryDirectory(prefix="tessera-guest-memory-") as scratch:
         settings = Settings(port=0, db_url=f"sqlite+aiosqlite:///{scratch}/tessera.db")
         async with running_server(settings) as running:
@@ -80,9 +86,8 @@ async def main(seconds: float, flooders: int) -> None:
             show("before", app)
             start = tracked()
             attacker = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "clients.siege.attacks", "guest-flood",
-                str(running.port), json.dumps({"seconds": seconds, "owner": "owner",
-                                               "clients": flooders}),
+                sys.executable, "-m", "clients.siege.attacks", attack, str(running.port),
+                json.dumps({"seconds": seconds, "owner": "owner", **params}),
                 stdout=asyncio.subprocess.PIPE)
 
             async def every_second() -> None:
@@ -94,8 +99,9 @@ async def main(seconds: float, flooders: int) -> None:
             out, _ = await attacker.communicate()
             sampler.cancel()
             print("attacker:", out.decode().strip().splitlines()[-1], flush=True)
-            await asyncio.sleep(5.0)
-            show("5 s after", app)
+            for k in range(1, 6):
+                await asyncio.sleep(1.0)
+                show(f"{k} s after", app)
             print("  grown:", (tracked() - start).most_common(12), flush=True)
             collected = gc.collect()
             show(f"collected {collected}", app)
@@ -108,10 +114,19 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m tests.tools.guest_memory",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--flooders", type=int, default=16)
+    parser.add_argument("--flooders", type=int, default=16, help="guest-flood's connections")
+    parser.add_argument("--attack", choices=["guest-flood", "fd-exhaustion"],
+                        default="guest-flood")
+    parser.add_argument("--connections", type=int, default=8000,
+                        help="fd-exhaustion's connections")
     args = parser.parse_args()
     if memory._malloc_trim() is not None and memory.ALLOCATOR_ENV not in os.environ:
         os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]],
                   {**os.environ, memory.ALLOCATOR_ENV: "malloc"})
     logs.setup("warning")
-    asyncio.run(main(args.seconds, args.flooders))
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    sizes = ({"clients": args.flooders} if args.attack == "guest-flood" else
+             {"connections": args.connections, "per_address": 50,
+              "per_process": args.connections})
+    asyncio.run(main(args.seconds, args.attack, sizes))
