@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
-from . import memory, wsio
+from . import collector, memory, wsio
 from .accounts import Accounts, Passwords
 from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
@@ -39,7 +39,7 @@ from .ladder import Ladder
 from .lobby import Lobby, Member, Offer
 from .logs import AcceptFailureLog
 from .metrics import Metrics, measure_loop_lag
-from .ratelimit import BucketTable
+from .ratelimit import AccountLimits, MemoryTokenBuckets
 from .rematch import Rematches, RematchOffers
 from .revocation import enforce_revocations
 from .rooms import GameRoom
@@ -83,8 +83,11 @@ class App:
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         # an account's budgets over all its connections
-        self.account_requests = BucketTable(settings.account_rate, settings.account_burst)
-        self.account_chat = BucketTable(settings.chat_rate, settings.chat_burst)
+        # (a cluster node's are shared with the other nodes: cluster.node)
+        self.account_requests: AccountLimits = MemoryTokenBuckets(settings.account_rate,
+                                                                  settings.account_burst)
+        self.account_chat: AccountLimits = MemoryTokenBuckets(settings.chat_rate,
+                                                              settings.chat_burst)
         self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
         self._handing_back = asyncio.Lock()  # one hand-back at a time
 
@@ -132,13 +135,12 @@ class App:
         return self.admission.take_peak() + self.lobby.take_peak()
 
     async def hand_back_memory(self, collect: bool = True) -> None:
-        """A crowd has gone: sweep, rebuild the tables it grew, collect the cycles its
-        connections left (a full collection: the young generation's threshold is high,
-        :func:`tune_gc`) and give the free memory back to the system. Without ``collect``
-        (a flood of short connections has passed: each was freed as it closed,
-        ``wsio.release``) no collection and a single trim. One at a time: without
-        ``collect`` it is skipped while another runs; with it, it waits its turn (what a
-        crowd leaves may still need the collection: an exception's traceback and frames)."""
+        """A crowd has gone: sweep, rebuild the tables it grew, collect what cycles it
+        left (its connections leave none: :func:`wsio.release`; under
+        :func:`collector.pace` only what is not frozen yet is scanned) and give the free
+        memory back to the system. Without ``collect`` (a flood of short connections has
+        passed, :class:`memory.Churn`) no collection and a single trim. One at a time:
+        without ``collect`` it is skipped while another runs; with it, it waits its turn."""
         if not collect and self._handing_back.locked():
             return
         async with self._handing_back:
@@ -168,6 +170,15 @@ class App:
     def online_user_ids(self) -> set[int]:
         """The accounts connected to this server now."""
         return {s.user.id for s in self.sessions if s.user is not None}
+
+    async def connected_user_ids(self) -> set[int]:
+        """The accounts connected now to this server or, in a cluster, to any node (what
+        the guest sweep spares); raises if a cluster's presence cannot be read."""
+        here = self.online_user_ids()
+        if self.cluster is None:
+            return here
+        await self.cluster.refresh_nodes()  # a node that started a moment ago counts too
+        return here | {user.user_id for user in await self.cluster.lobby.presence.everyone()}
 
     async def close(self) -> None:
         """Stop the games' timers and the background work; release the password threads."""
@@ -242,7 +253,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 if settings.guest_ttl_s > 0:
                     app.tasks.spawn(sweep_guests_forever(
                         app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,
-                        app.online_user_ids), name="tessera-guest-sweep")
+                        app.connected_user_ids), name="tessera-guest-sweep")
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:
@@ -259,27 +270,6 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
     log.info("stopped: everything acknowledged is stored")
 
 
-GC_YOUNG_THRESHOLD = 50_000  # CPython's default, 700, runs the collector ~100 times a second
-
-
-def tune_gc() -> None:
-    """Make the cyclic garbage collector cheaper for a long-running server.
-
-    Nearly all of a move's garbage goes with its last reference, so the collector finds
-    little; but at CPython's default it runs about a hundred times a second under load and
-    its full collections scan every object of a thousand connections, for pauses of 100 ms
-    and more. A higher threshold for the young generation makes it run far less often
-    (50,000 rather than 10,000 halved the collector's time again: 0.34 to 0.42 s against
-    0.81 to 0.93 s in a 20-second run at K = 500, where it finds about 3,000 objects to
-    free in all), and freezing what exists once the server is up (modules, tables,
-    restored games) keeps those objects out of every later collection.
-    """
-    gc.collect()
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
-
-
 async def run_server(settings: Settings, ready_file: str | None = None) -> None:
     """Serve until SIGTERM or SIGINT."""
     stop = asyncio.Event()
@@ -287,7 +277,8 @@ async def run_server(settings: Settings, ready_file: str | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with running_server(settings) as running:
-        tune_gc()
+        collector.tune_gc()
+        running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
         if ready_file:
             with open(ready_file, "w") as f:
                 f.write(f"{running.port}\n")

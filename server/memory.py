@@ -61,13 +61,13 @@ def give_back() -> bool:
 class DropWatch:
     """Hand memory back as soon as a crowd has gone, not only at the next minute's sweep.
 
-    A flood of connections or seeks leaves its objects to the cyclic garbage collector
-    (a closed websocket's connection, protocol and transport refer to one another, and the
-    young generation is collected only every 50,000 allocations: ``server.app.tune_gc``)
-    and its freed memory to the allocators. :meth:`check`, called every second, compares
-    ``load()`` (open connections, connections waiting for their request, lobby members and
-    seeks) with the highest it has been since the last hand-back (``peak()``): once it has fallen to
-    half of that or less, by ``min_drop`` at least, it calls ``hand_back`` and starts over.
+    A flood of connections or seeks leaves its freed memory to the allocators (and what
+    it made in reference cycles, if anything, to the cyclic garbage collector; a closed
+    connection is freed at once: ``server.wsio.release``). :meth:`check`, called every
+    second, compares ``load()`` (open connections, connections waiting for their request,
+    lobby members and seeks) with the highest it has been since the last hand-back
+    (``peak()``): once it has fallen to half of that or less, by ``min_drop`` at least, it
+    calls ``hand_back`` and starts over.
     A few hand-backs a flood, each a full collection (tens of milliseconds) and a
     ``malloc_trim``; a server whose crowd only grows, or which stays busy, does not pay.
     """

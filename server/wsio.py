@@ -11,16 +11,15 @@ and an idle connection owns no writer task. :func:`flush` is a copy of websocket
 The caps on connections (:mod:`server.admission`) need two more hooks, also here:
 :func:`on_connection_lost` (``Connection.connection_lost_waiter``) and
 :func:`reporting_connection` (``serve``'s ``create_connection`` and
-``ServerConnection.connection_made``). The connections it makes also let go of themselves
-once closed (:func:`release`), so that the cyclic garbage collector is not needed to free
-them.
+``ServerConnection.connection_made``). And a lost connection's reference cycles are broken
+here (:func:`release`, from ``connection_lost``), so that it is freed at once rather than
+by the cyclic garbage collector.
 
 This relies on websockets 17's ``Connection.protocol`` (``send_binary``, ``data_to_send``,
-``state``, ``parser``, ``parser_exc``, ``handshake_exc``), ``Connection.transport``,
-``Connection.send_data``, ``Connection.connection_lost`` and the hooks above, and on
-asyncio's socket transport before Python 3.12 (``_read_ready_cb``);
-tests/server/test_wsio.py is pinned to that version and checks each of them, so an
-upgrade that moves one fails loudly there rather than quietly here.
+``state``, ``parser``, ``parser_exc``), ``Connection.transport`` (and asyncio's
+``_read_ready_cb`` on it), ``Connection.send_data`` and the hooks above;
+tests/server/test_wsio.py is pinned to that version and checks each of them, so an upgrade
+that moves one fails loudly there rather than quietly here.
 """
 
 from __future__ import annotations
@@ -107,14 +106,6 @@ def on_connection_lost(ws: Connection, callback: Callable[[], None]) -> None:
     waiter.add_done_callback(lambda _: callback())
 
 
-def _drop_tracebacks(exc: BaseException | None, depth: int = 8) -> None:
-    """Drop the tracebacks of ``exc`` and of the exceptions it was raised from."""
-    while exc is not None and depth > 0:
-        exc.__traceback__ = None
-        exc = exc.__cause__ or exc.__context__
-        depth -= 1
-
-
 async def until_lost(ws: Connection, timeout_s: float) -> None:
     """Wait ``timeout_s``, or less if the connection's transport goes meanwhile."""
     waiter: asyncio.Future[None] = ws.connection_lost_waiter
@@ -141,30 +132,22 @@ def reporting_connection(accepted: Callable[[ServerConnection], None]
 
 
 def release(ws: Connection) -> None:
-    """Break the reference cycles a closed connection is left with, so that it is freed as
-    soon as the server lets go of it rather than by the cyclic garbage collector.
+    """Break the reference cycles a lost connection leaves, so that reference counting
+    frees it (and its buffers) as soon as its handler lets go, not the cyclic collector.
 
-    Two parts of every connection refer to themselves once it is closed: websockets'
-    sans-I/O protocol keeps its parser, a generator suspended at its last ``yield`` whose
-    frame holds the protocol; and before Python 3.12 asyncio's socket transport keeps a
-    bound method of its own (``_read_ready_cb``; 3.12 clears it on close, CPython
-    gh-100348). Each closed connection, with its buffers, then waited for a collection, and
-    the server collects its young objects only every 50,000 allocations
-    (``server.app.tune_gc``): after a flood of 6,500 short connections (the guest flood
-    of ``tessera siege``) 18 MiB of them were still held 5 s later, and the heap they had
-    grown stayed (docs/RELIABILITY.md, section 8). A connection that ended abruptly (the
-    peer vanished, a bad frame, a failed handshake) also keeps the exception that ended
-    its parser, whose traceback holds the parser's frame, which holds the protocol: the
-    tracebacks go (the exceptions stay, for ``ConnectionClosed``'s cause). Called from
-    ``connection_lost``, when websockets has fed the parser its end of stream
-    (``receive_eof``): it is done."""
-    protocol = ws.protocol
-    protocol.parser.close()
-    for exc in (protocol.parser_exc, protocol.handshake_exc):
-        _drop_tracebacks(exc)
+    Two cycles outlive a connection (measured with the collector off, server side): the
+    transport holds a bound method of itself (asyncio's ``_read_ready_cb``), with its
+    socket; and the sans-I/O protocol holds its parser, a generator whose frame holds the
+    protocol, which after an unclean close also sits in ``parser_exc``'s traceback. Called
+    once the transport is gone (``connection_lost``): nothing reads from either again, and
+    the parser's exception keeps its message for ``ConnectionClosed.__cause__``."""
     transport = ws.transport
     if getattr(transport, "_read_ready_cb", None) is not None:
         transport._read_ready_cb = None  # type: ignore[attr-defined]
+    protocol = ws.protocol
+    protocol.parser.close()
+    if protocol.parser_exc is not None:
+        protocol.parser_exc.__traceback__ = None
 
 
 def abort(ws: Connection) -> None:

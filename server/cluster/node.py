@@ -53,8 +53,8 @@ from prometheus_client.core import (
 from redis.exceptions import RedisError
 
 import protocol as p
-from server import wire
-from server.app import running_server, tune_gc
+from server import collector, wire
+from server.app import running_server
 from server.config import Settings
 from server.revocation import close_revoked
 from server.rooms import GameRoom, Player
@@ -66,6 +66,7 @@ from .feeds import Revocations
 from .keys import Keys, as_str
 from .ladder import ClusterLadder
 from .leases import Leases, LostReason, owner_node, owner_value
+from .limits import RedisTokenBuckets
 from .lobby import ClusterLobby
 from .nodes import NodeRegistry
 from .owned import RemoteSeat, owned_room_class
@@ -185,6 +186,11 @@ class ClusterNode:
         app.games.make_room = owned_room_class(self)
         app.games.ownership = self
         app.rematches = self.lobby.rematches  # offers across nodes, in Redis
+        settings = app.settings  # an account's budgets, one over every node
+        app.account_requests = RedisTokenBuckets(self.bus.redis, self.keys, "requests",
+                                                 settings.account_rate, settings.account_burst)
+        app.account_chat = RedisTokenBuckets(self.bus.redis, self.keys, "chat",
+                                             settings.chat_rate, settings.chat_burst)
         app.ladder = ClusterLadder(  # bots on any nodes, paired by one node
             self, owner_value(self.settings.node_id, self.settings.incarnation))
         for op, handler in (("game", self._serve_game), ("follow", self._serve_follow),
@@ -846,7 +852,8 @@ async def run_node(settings: Settings, cluster: ClusterSettings,
         try:
             async with running_server(settings, cluster=node) as running:
                 await node.start(f"{settings.host}:{running.port}")
-                tune_gc()
+                collector.tune_gc()
+                running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
                 if ready_file:
                     with open(ready_file, "w") as f:
                         f.write(f"{running.port}\n")

@@ -2,14 +2,16 @@
 ``python -m tests.tools.guest_memory [--seconds S] [--flooders N]
 [--attack fd-exhaustion --connections N]``.
 
-Runs the server in this process (default settings, a fresh SQLite file, ``tune_gc`` as
-``tessera serve`` does, and the system allocator: the tool executes itself again with
-``PYTHONMALLOC=malloc`` as ``serve`` does) and floods it with ``tessera siege``'s
-``guest-flood`` attacker in a process of its own (``python -m clients.siege.attacks``: the
-first half from one address, the second from a new address each time). It prints, before
+Runs the server in this process (default settings, a fresh SQLite file, the collector
+tuned and paced as ``tessera serve`` does (``server.collector``), and the system
+allocator: the tool executes itself again with ``PYTHONMALLOC=malloc`` as ``serve``
+does) and floods it with ``tessera siege``'s ``guest-flood`` attacker in a process of
+its own (``python -m clients.siege.attacks``: the first half from one address, the
+second from a new address each time). It prints, before
 the flood, every second during it, 5 s after it, then after a full collection and after a
 ``malloc_trim``: the RSS, glibc's heap (``mallinfo2``: its size, the bytes in use, the
-bytes free in it), the objects the cyclic collector tracks, the open sessions and the
+bytes free in it), the objects the cyclic collector tracks (not frozen; and how many are
+frozen), the open sessions and the
 server's tables a stranger adds to; and the types whose tracked objects grew, 5 s after
 and after the collection. With ``--attack fd-exhaustion`` the attacker is that of
 ``tessera siege``'s ``fd-exhaustion`` instead (``--connections`` idle websockets, 50 per
@@ -32,8 +34,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from server import logs, memory
-from server.app import App, running_server, tune_gc
+from server import collector, logs, memory
+from server.app import App, running_server
 from server.config import Settings
 
 
@@ -72,7 +74,8 @@ def show(label: str, app: App) -> None:
               "account_requests": len(app.account_requests), "sessions": len(app.sessions),
               "lobby": app.lobby.size(), "admission": app.admission.held(),
               "handbacks": int(app.metrics.memory_handbacks._value.get())}
-    print(f"{label:>18}: RSS {rss_mib():6.1f} MiB; {heap()}; tracked {len(gc.get_objects())}; "
+    print(f"{label:>18}: RSS {rss_mib():6.1f} MiB; {heap()}; tracked {len(gc.get_objects())}"
+          f" (frozen {gc.get_freeze_count()}); "
           f"{tables}", flush=True)
 
 
@@ -80,7 +83,8 @@ async def main(seconds: float, attack: str, params: dict[str, int]) -> None:
     with tempfile.TemporaryDirectory(prefix="tessera-guest-memory-") as scratch:
         settings = Settings(port=0, db_url=f"sqlite+aiosqlite:///{scratch}/tessera.db")
         async with running_server(settings) as running:
-            tune_gc()
+            collector.tune_gc()
+            running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
             app = running.app
             await asyncio.sleep(2.0)
             show("before", app)
@@ -103,7 +107,7 @@ async def main(seconds: float, attack: str, params: dict[str, int]) -> None:
                 await asyncio.sleep(1.0)
                 show(f"{k} s after", app)
             print("  grown:", (tracked() - start).most_common(12), flush=True)
-            collected = gc.collect()
+            collected = collector.collect_everything()
             show(f"collected {collected}", app)
             print("  grown:", (tracked() - start).most_common(12), flush=True)
             memory.give_back()
