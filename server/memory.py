@@ -98,3 +98,30 @@ class DropWatch:
         while True:
             await asyncio.sleep(period_s)
             await self.check()
+
+
+class Churn:
+    """How many connections closed between two looks, from a running count.
+
+    A flood of short connections (the guest flood: connect, ask, hang up) never raises the
+    crowd that :class:`DropWatch` watches, so the memory its connections touched was handed
+    back only by the next minute's sweep. A second watch looks at this rate instead
+    (``DropWatch(churn.last, ..., peak=churn.take)``): it rises with such a flood and falls
+    when the flood has passed, and a rate that stays up (steady traffic) does not fall."""
+
+    __slots__ = ("closed", "rate", "seen")
+
+    def __init__(self, closed: Callable[[], int]) -> None:
+        self.closed = closed
+        self.seen = closed()
+        self.rate = 0
+
+    def take(self) -> int:
+        """The connections closed since the last call (and :meth:`last` from now on)."""
+        now = self.closed()
+        self.rate, self.seen = now - self.seen, now
+        return self.rate
+
+    def last(self) -> int:
+        """What :meth:`take` returned last."""
+        return self.rate

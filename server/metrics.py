@@ -86,7 +86,8 @@ class Metrics:
         self.memory_handbacks = Counter(
             "tessera_memory_handbacks_total",
             "Memory handed back to the system because a crowd of connections or seeks had "
-            "gone (server.memory.DropWatch)", registry=r)
+            "gone, or a flood of short connections had passed (server.memory.DropWatch, "
+            "Churn)", registry=r)
         self.loop_lag = Histogram(
             "tessera_loop_lag_seconds",
             "How late the event loop ran a timer due every LOOP_LAG_PERIOD_S: how long "

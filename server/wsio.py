@@ -106,6 +106,13 @@ def on_connection_lost(ws: Connection, callback: Callable[[], None]) -> None:
     waiter.add_done_callback(lambda _: callback())
 
 
+async def until_lost(ws: Connection, timeout_s: float) -> None:
+    """Wait ``timeout_s``, or less if the connection's transport goes meanwhile."""
+    waiter: asyncio.Future[None] = ws.connection_lost_waiter
+    if not waiter.done():
+        await asyncio.wait((waiter,), timeout=timeout_s)
+
+
 def reporting_connection(accepted: Callable[[ServerConnection], None]
                          ) -> type[ServerConnection]:
     """A ``ServerConnection`` class (websockets.serve's ``create_connection``) that calls

@@ -12,8 +12,10 @@ import gc
 import hashlib
 import inspect
 import socket
+import weakref
 from asyncio import selector_events
 
+import pytest
 import websockets
 from websockets.asyncio.connection import Connection
 from websockets.asyncio.server import ServerConnection
@@ -133,3 +135,41 @@ async def test_a_closed_connection_is_freed_without_the_cyclic_collector(
         assert _live(kinds) == before
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("ending", ["closed", "vanished"])
+async def test_a_guest_connection_closed_or_vanished_is_freed_with_its_session(
+        server: Live, ending: str) -> None:
+    """``reporting_connection``'s connections call ``wsio.release`` once lost: their
+    protocol (whose parser generator refers to it, and, when the peer vanished without a
+    close frame, the parser's EOFError by its traceback) and transport (before Python
+    3.12, a bound method of its own) are freed by reference counting, not left for a
+    collection. Fails if websockets or asyncio grow another cycle there."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()  # only reference counting frees anything now
+    try:
+        client = await server.clients.guest()
+        (session,) = [s for s in server.running.app.sessions
+                      if s.user is not None and s.user.name == client.name]
+        ws = session.ws
+        assert inspect.isgenerator(ws.protocol.parser)  # what release() closes
+        refs = [weakref.ref(ws), weakref.ref(ws.protocol), weakref.ref(ws.transport),
+                weakref.ref(session)]
+        if ending == "closed":
+            await client.close()
+        else:
+            client.conn.ws.transport.abort()  # no close frame: the server's parser fails
+        await ws.wait_closed()
+        await ws.connection_lost_waiter
+        if ending == "vanished":
+            assert isinstance(ws.protocol.parser_exc, EOFError)
+        del session, ws
+        for _ in range(50):  # the handler's task and the transport's callbacks finish
+            await asyncio.sleep(0.01)
+            if all(ref() is None for ref in refs):
+                break
+        assert [ref() is None for ref in refs] == [True] * 4, [ref() for ref in refs]
+    finally:
+        if was_enabled:
+            gc.enable()
