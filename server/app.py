@@ -226,9 +226,10 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
                 close_timeout=settings.close_timeout,
                 max_queue=16, server_header=None, reuse_port=settings.reuse_port,
-                backlog=settings.listen_backlog,
+                backlog=settings.accept_batch,
                 create_connection=wsio.reporting_connection(app.admission.handshakes.accepted),
             ) as ws_server:
+                wsio.accept_in_batches(ws_server, settings.listen_backlog)
                 port = next(iter(ws_server.sockets)).getsockname()[1]
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,
                                                port)

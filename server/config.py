@@ -77,10 +77,12 @@ class Settings:
     # for a second, or at once when the files run short (files are kept for this many)
     max_handshakes: int = 256
     accept_error_log_s: float = 10.0  # accept failures (out of files) logged this often
-    # connections the kernel queues for accept() (capped by net.core.somaxconn); asyncio
-    # also accepts up to this many in one loop turn, before any can be cut, so it must stay
-    # well below fd_reserve (1,024 with a reserve of 500 ran out of files: accept failures)
+    # connections the kernel queues for accept() (capped by net.core.somaxconn)
     listen_backlog: int = 100
+    # connections asyncio accepts in one loop turn, before any can be cut (it must stay well
+    # below fd_reserve: 1,024 with a reserve of 500 ran out of files): a flood is taken a
+    # few at a time between the open connections' frames (wsio.accept_in_batches)
+    accept_batch: int = 16
     max_open_seeks: int = 5  # per account
     max_seeks_per_address: int = 50
     max_seeks: int = 5_000  # open seeks in all

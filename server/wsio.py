@@ -28,7 +28,7 @@ import asyncio
 from collections.abc import Callable
 
 from websockets.asyncio.connection import Connection
-from websockets.asyncio.server import ServerConnection
+from websockets.asyncio.server import Server, ServerConnection
 from websockets.protocol import State
 
 WEBSOCKETS_VERSION = "17.4"
@@ -161,3 +161,15 @@ def close_after_response(ws: Connection) -> None:
     yields; ``transport.close`` sends what is buffered first). websockets itself only
     half-closes after a refusal and waits for the client, up to its handshake timeout."""
     asyncio.get_running_loop().call_soon(ws.transport.close)
+
+
+def accept_in_batches(server: Server, queue: int) -> None:
+    """Let the kernel queue up to ``queue`` connections for ``server``'s sockets, which were
+    opened with a small backlog: asyncio accepts at most its ``backlog`` connections in one
+    loop turn (``BaseSelectorEventLoop._accept_connection``) and passes the same number to
+    ``listen()``. Listening again on a duplicate of the socket deepens the kernel's queue
+    and keeps the small batch, so a flood of new connections is taken a few at a time
+    between the frames of the connections already open, not a hundred at once."""
+    for listening in server.sockets:
+        with listening.dup() as duplicate:
+            duplicate.listen(queue)
