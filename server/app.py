@@ -39,7 +39,7 @@ from .ladder import Ladder
 from .lobby import Lobby, Member, Offer
 from .logs import AcceptFailureLog
 from .metrics import Metrics, measure_loop_lag
-from .ratelimit import BucketTable
+from .ratelimit import AccountLimits, MemoryTokenBuckets
 from .rematch import Rematches, RematchOffers
 from .revocation import enforce_revocations
 from .rooms import GameRoom
@@ -82,8 +82,11 @@ class App:
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         # an account's budgets over all its connections
-        self.account_requests = BucketTable(settings.account_rate, settings.account_burst)
-        self.account_chat = BucketTable(settings.chat_rate, settings.chat_burst)
+        # (a cluster node's are shared with the other nodes: cluster.node)
+        self.account_requests: AccountLimits = MemoryTokenBuckets(settings.account_rate,
+                                                                  settings.account_burst)
+        self.account_chat: AccountLimits = MemoryTokenBuckets(settings.chat_rate,
+                                                              settings.chat_burst)
         self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
 
     async def _start(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
@@ -154,6 +157,15 @@ class App:
         """The accounts connected to this server now."""
         return {s.user.id for s in self.sessions if s.user is not None}
 
+    async def connected_user_ids(self) -> set[int]:
+        """The accounts connected now to this server or, in a cluster, to any node (what
+        the guest sweep spares); raises if a cluster's presence cannot be read."""
+        here = self.online_user_ids()
+        if self.cluster is None:
+            return here
+        await self.cluster.refresh_nodes()  # a node that started a moment ago counts too
+        return here | {user.user_id for user in await self.cluster.lobby.presence.everyone()}
+
     async def close(self) -> None:
         """Stop the games' timers and the background work; release the password threads."""
         self.games.close()
@@ -222,7 +234,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 if settings.guest_ttl_s > 0:
                     app.tasks.spawn(sweep_guests_forever(
                         app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,
-                        app.online_user_ids), name="tessera-guest-sweep")
+                        app.connected_user_ids), name="tessera-guest-sweep")
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:

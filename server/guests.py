@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from datetime import UTC, datetime, timedelta
 
 from protocol import ErrorCode, ProtocolError
@@ -111,12 +111,13 @@ async def sweep_guests(store: Store, ttl_s: float, keep: Collection[int] = (),
 
 
 async def sweep_guests_forever(store: Store, ttl_s: float, interval_s: float,
-                               online: Callable[[], Collection[int]]) -> None:
-    """Run :func:`sweep_guests` every ``interval_s`` (a server's background task)."""
+                               online: Callable[[], Awaitable[Collection[int]]]) -> None:
+    """Run :func:`sweep_guests` every ``interval_s`` (a server's background task), sparing
+    ``await online()`` (the users connected anywhere: a cluster's other nodes too)."""
     while True:
         await asyncio.sleep(interval_s)
         try:
-            deleted = await sweep_guests(store, ttl_s, online())
+            deleted = await sweep_guests(store, ttl_s, await online())
         except Exception:
             log.exception("guests: the sweep failed; trying again later")
             continue

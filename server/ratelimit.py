@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from typing import Protocol
 
 
 class TokenBucket:
@@ -93,3 +94,35 @@ def per_address(per_second: float, burst: float) -> BucketTable | None:
     if per_second <= 0 or burst < 1:
         return None
     return BucketTable(per_second, burst)
+
+
+class AccountLimits(Protocol):
+    """An account's budget over all its connections: ``MemoryTokenBuckets`` in one process,
+    ``server.cluster.limits.RedisTokenBuckets`` over a cluster's nodes."""
+
+    async def take(self, subject: str | int) -> float:
+        """Take a token for ``subject``: 0.0, or the seconds until one is available."""
+
+    def sweep(self, now: float | None = None) -> int:
+        """Forget what is idle (a server does every minute); how many entries went."""
+
+    def __len__(self) -> int:
+        """Subjects held in memory."""
+
+
+class MemoryTokenBuckets:
+    """Token buckets of one process: a ``BucketTable``, which forgets idle subjects."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._buckets = BucketTable(rate, burst)
+
+    async def take(self, subject: str | int) -> float:
+        return self._buckets.take(subject)
+
+    def sweep(self, now: float | None = None) -> int:
+        return self._buckets.sweep(now)
+
+    def __len__(self) -> int:
+        return len(self._buckets)

@@ -158,13 +158,13 @@ class Session:
         # a refusal waits for the decode so that it can carry the request's id: every
         # request gets exactly one reply.
         if isinstance(frame, str):
-            self.spend()
+            await self.spend()
             self.reply_error(p.BadRequest("text frames are not accepted; send binary msgpack"))
             return
         try:
             request = self.proto.receive(frame)
         except p.ProtocolError as exc:
-            self.spend()
+            await self.spend()
             self.bad_frames += 1
             self.reply_error(exc)
             if exc.close_code is not None:
@@ -172,7 +172,7 @@ class Session:
             elif self.bad_frames > MAX_BAD_FRAMES:
                 self.close(p.CLOSE_POLICY_VIOLATION, "too many bad frames")
             return
-        wait = 0.0 if self.is_free(request) else self.spend()
+        wait = 0.0 if self.is_free(request) else await self.spend()
         if wait:
             self.reply_error(p.ProtocolError(
                 "too many requests; slow down", code=p.ErrorCode.RATE_LIMITED,
@@ -203,12 +203,12 @@ class Session:
         if reply is not None:
             self.send(reply)
 
-    def spend(self) -> float:
-        """Take a request's token from the connection's budget and the account's: 0.0, or
-        the seconds to wait when either is spent."""
+    async def spend(self) -> float:
+        """Take a request's token from the connection's budget and the account's (over
+        every node of a cluster): 0.0, or the seconds to wait when either is spent."""
         wait = self.bucket.take()
         if not wait and self.user is not None:
-            wait = self.app.account_requests.take(self.user.id)
+            wait = await self.app.account_requests.take(self.user.id)
         return wait
 
     def is_free(self, request: p.ClientMessage) -> bool:

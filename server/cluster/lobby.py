@@ -150,14 +150,19 @@ class ClusterLobby:
             member.ratings = {pool.pool: pool for pool in stored.get(member.user_id, [])}
         return member
 
-    async def check_can_play(self, user_id: int, name: str, *, me: bool) -> None:
-        """``conflict`` if the user has as many games in progress, on any node, as anyone
-        may (``max_games_per_user``, as ``handlers.lobby.check_can_play`` on one node)."""
+    async def check_can_play(self, user_id: int, name: str, *, me: bool,
+                             other: tuple[int, str] | None = None) -> None:
+        """``conflict`` if the user (or ``other``, a (user id, name) checked in the same
+        query) has as many games in progress, on any node, as anyone may
+        (``max_games_per_user``, as ``handlers.lobby.check_can_play`` on one node)."""
         cap = self.cluster.app.settings.max_games_per_user
-        if len(await self.cluster.active_games(user_id)) >= cap:
-            who = "you have" if me else f"{name} has"
-            raise p.ProtocolError(f"{who} {cap} games in progress, the most allowed",
-                                  code=p.ErrorCode.CONFLICT)
+        users = [(user_id, name, me)] + ([(other[0], other[1], False)] if other else [])
+        counts = await self.cluster.app.store.playing_counts([user[0] for user in users])
+        for who_id, who_name, is_me in users:
+            if counts[who_id] >= cap:
+                who = "you have" if is_me else f"{who_name} has"
+                raise p.ProtocolError(f"{who} {cap} games in progress, the most allowed",
+                                      code=p.ErrorCode.CONFLICT)
 
     async def seek(self, s: Session, m: p.Seek, offer: Offer) -> p.ServerMessage:
         me = await self.fresh(s.me())
@@ -217,8 +222,8 @@ class ClusterLobby:
         if target.user_id == me.user_id:
             raise p.ProtocolError("you cannot challenge yourself", code=p.ErrorCode.BAD_REQUEST)
         check_rated(Offer(m.game, dict(m.options), m.clock, bool(m.rated)), me, target)
-        await self.check_can_play(me.user_id, me.name, me=True)
-        await self.check_can_play(target.user_id, target.name, me=False)
+        await self.check_can_play(me.user_id, me.name, me=True,
+                                  other=(target.user_id, target.name))
         challenge_id = await self.seeks.new_id()
         received = p.ChallengeReceived(challenge_id=challenge_id, from_=me.wire_in(m.game),
                                        game=m.game, options=dict(m.options), clock=m.clock,
@@ -232,9 +237,15 @@ class ClusterLobby:
 
     async def accept_challenge(self, s: Session, m: p.AcceptChallenge) -> p.ServerMessage:
         me = await self.fresh(s.me())
-        await self.check_can_play(me.user_id, me.name, me=True)
         entry = await self.challenges.answer(m.challenge_id, me.user_id)
         received = entry.received
+        try:
+            await self.check_can_play(me.user_id, me.name, me=True,
+                                      other=(entry.challenger_id, received.from_.name))
+        except p.ProtocolError:
+            with contextlib.suppress(Exception):  # left pending, as one process leaves it
+                await self.challenges.create(entry)
+            raise
         challenger = _online_of(received.from_, entry.challenger_id)
         seats = [challenger, _online_of(me.wire(), me.user_id)]
         if received.color == "random":
@@ -290,9 +301,11 @@ class ClusterLobby:
             seated.append([*(here.sessions if here is not None else ()),
                            *(RemotePlayer(self.cluster, node, user.user_id) for node in nodes
                              if node != self.cluster.node_id)])
-        stored = await app.store.ratings.of_users([user.user_id for user in seats], offer.game)
+        stored = await app.store.ratings.of_users(  # a guest has none
+            [user.user_id for user in seats if user.kind != "guest"], offer.game)
         players = tuple(Player(user.user_id, user.name, user.kind, next(
-            (shown(pool, app.lobby.rating_period_s) for pool in stored[user.user_id]), None))
+            (shown(pool, app.lobby.rating_period_s) for pool in stored.get(user.user_id, ())),
+            None))
             for user in seats)
         room = await app.games.start(offer.game, offer.options, offer.clock,
                                      (players[0], players[1]), seated, rated=offer.rated)

@@ -66,6 +66,7 @@ from .feeds import Revocations
 from .keys import Keys, as_str
 from .ladder import ClusterLadder
 from .leases import Leases, LostReason, owner_node, owner_value
+from .limits import RedisTokenBuckets
 from .lobby import ClusterLobby
 from .nodes import NodeRegistry
 from .owned import RemoteSeat, owned_room_class
@@ -185,6 +186,11 @@ class ClusterNode:
         app.games.make_room = owned_room_class(self)
         app.games.ownership = self
         app.rematches = self.lobby.rematches  # offers across nodes, in Redis
+        settings = app.settings  # an account's budgets, one over every node
+        app.account_requests = RedisTokenBuckets(self.bus.redis, self.keys, "requests",
+                                                 settings.account_rate, settings.account_burst)
+        app.account_chat = RedisTokenBuckets(self.bus.redis, self.keys, "chat",
+                                             settings.chat_rate, settings.chat_burst)
         app.ladder = ClusterLadder(  # bots on any nodes, paired by one node
             self, owner_value(self.settings.node_id, self.settings.incarnation))
         for op, handler in (("game", self._serve_game), ("follow", self._serve_follow),

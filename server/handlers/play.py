@@ -46,7 +46,7 @@ async def on_claim_win(s: Session, m: p.ClaimWin) -> p.ServerMessage:
 
 
 async def on_chat(s: Session, m: p.Chat) -> p.ServerMessage:
-    wait = s.app.account_chat.take(s.uid())
+    wait = await s.app.account_chat.take(s.uid())
     if wait:
         raise p.ProtocolError("chat: slow down", code=p.ErrorCode.RATE_LIMITED,
                               retry_after_ms=int(wait * 1000) + 1, game_id=m.game_id)

@@ -7,6 +7,14 @@ models, queries and migrations run on both; nothing here is SQLite-only SQL.
 Nothing is built at import time: ``main()`` calls ``make_engine`` and
 ``make_session_factory`` and disposes the engine on the way out.
 
+PostgreSQL connections are pooled (``POSTGRES_POOL_SIZE`` kept open, as many again opened
+for a burst and closed after it: the default of 5 made a busy node open and close a
+connection, SSL probe included, for most of its reads) and not pinged on checkout: a
+connection the server dropped (a restart) fails the one statement that finds it,
+SQLAlchemy then discards the whole pool, and the next statement reconnects.
+Single-statement reads run in autocommit (``read_engine``): one round trip, where a
+transaction costs three (BEGIN, the query, ROLLBACK).
+
 SQLite settings, applied to every new connection by a ``connect`` listener:
 
 ``journal_mode=WAL``
@@ -110,6 +118,12 @@ def is_sqlite(engine_or_url: AsyncEngine | URL) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
+POSTGRES_POOL_SIZE = 10
+"""Connections one server process keeps open to PostgreSQL (its moves take one; the rest
+serve reads and small writes), and how many more a burst may open: nodes x twice this must
+stay below the server's max_connections (100 by default)."""
+
+
 def make_engine(
     url: str | URL,
     *,
@@ -139,7 +153,20 @@ def make_engine(
         return engine
     settings = {"application_name": "tessera", **dict(args.get("server_settings") or {})}
     args["server_settings"] = settings
-    return _create_async_engine(parsed, connect_args=args, pool_pre_ping=True, **options)
+    options.setdefault("pool_size", POSTGRES_POOL_SIZE)
+    options.setdefault("max_overflow", POSTGRES_POOL_SIZE)
+    if options.get("poolclass") is not None:  # NullPool takes no size
+        options.pop("pool_size"), options.pop("max_overflow")
+    return _create_async_engine(parsed, connect_args=args, **options)
+
+
+def read_engine(engine: AsyncEngine) -> AsyncEngine:
+    """The engine for reads of one statement: autocommit on PostgreSQL (no BEGIN and
+    ROLLBACK round trips), the engine itself on SQLite (whose BEGIN costs no round trip).
+    Never for writes, nor for reads that must see one snapshot across statements."""
+    if is_sqlite(engine):
+        return engine
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
 
 
 def make_blocking_engine(

@@ -37,7 +37,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
-from .db import is_sqlite, make_session_factory, make_write_lock
+from .db import is_sqlite, make_session_factory, make_write_lock, read_engine
 from .errors import Conflict, InvalidCursor, NameTaken
 from .models import (
     TOKEN_KINDS,
@@ -109,8 +109,10 @@ class Store:
         it with the CommitQueue of the same engine."""
         self.engine = engine
         self.sessions = sessions if sessions is not None else make_session_factory(engine)
+        self.reader = read_engine(engine)
+        self.reads = make_session_factory(self.reader)  # one statement each (db.read_engine)
         self.writing = write_lock if write_lock is not None else make_write_lock(engine)
-        self.ratings = RatingReads(self.sessions)
+        self.ratings = RatingReads(self.reads)
 
     # -- users ---------------------------------------------------------------------------
 
@@ -146,7 +148,7 @@ class Store:
 
     async def get_user_by_name(self, name: str) -> User | None:
         """The account with this name in any letter case."""
-        async with self.sessions() as session:
+        async with self.reads() as session:
             row = await session.scalar(select(UserRow).where(UserRow.name_key == name_key(name)))
         return None if row is None else _user(row)
 
@@ -233,7 +235,7 @@ class Store:
         fresh_token = select(tokens.user_id).where(
             tokens.user_id == _USERS.c.id,
             or_(tokens.created_at >= seen_before, tokens.last_used_at >= seen_before))
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             rows = await conn.execute(
                 select(_USERS.c.id)
                 .where(_USERS.c.id > after_id, _USERS.c.kind == "guest",
@@ -270,7 +272,7 @@ class Store:
         statement = select(func.count()).select_from(_USERS)
         if kind is not None:
             statement = statement.where(_USERS.c.kind == kind)
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             return int((await conn.execute(statement)).scalar_one())
 
     # -- tokens --------------------------------------------------------------------------
@@ -314,7 +316,7 @@ class Store:
         ``last_used_at`` is refreshed at most every TOKEN_TOUCH_INTERVAL.
         """
         moment = _now(now)
-        async with self.sessions() as session:
+        async with self.reads() as session:
             found = (
                 await session.execute(
                     select(UserRow, ApiTokenRow.id, ApiTokenRow.last_used_at)
@@ -339,7 +341,7 @@ class Store:
     async def revoked_since(self, since: datetime) -> list[str]:
         """Digests of the tokens revoked at or after ``since`` (the server polls this so a
         revocation made from another process, e.g. the admin CLI, takes effect at once)."""
-        async with self.engine.connect() as conn:
+        async with self.reader.connect() as conn:
             rows = await conn.execute(
                 select(_TOKENS.c.token_hash).where(_TOKENS.c.revoked_at >= since))
             return [row[0] for row in rows]
@@ -368,7 +370,7 @@ class Store:
         statement = select(ApiTokenRow).where(ApiTokenRow.user_id == user_id)
         if not include_revoked:
             statement = statement.where(ApiTokenRow.revoked_at.is_(None))
-        async with self.sessions() as session:
+        async with self.reads() as session:
             rows = (await session.scalars(statement.order_by(ApiTokenRow.id))).all()
         return [_token(row) for row in rows]
 
@@ -405,9 +407,27 @@ class Store:
         if user_id is not None:
             statement = statement.where(or_(GameRow.player0_id == user_id,
                                             GameRow.player1_id == user_id))
-        async with self.sessions() as session:
-            return list(await session.scalars(
-                statement.order_by(GameRow.created_at, GameRow.id)))
+        async with self.reader.connect() as conn:
+            return list((await conn.execute(
+                statement.order_by(GameRow.created_at, GameRow.id))).scalars())
+
+    async def playing_counts(self, user_ids: Sequence[int]) -> dict[int, int]:
+        """How many games in progress each of these users sits in (0 included): one
+        query for the cap a cluster node checks before a game starts."""
+        counts = dict.fromkeys(user_ids, 0)
+        if not counts:
+            return counts
+        games = _GAMES.c
+        async with self.reader.connect() as conn:
+            rows = await conn.execute(
+                select(games.player0_id, games.player1_id).where(
+                    games.status == "playing",
+                    or_(games.player0_id.in_(counts), games.player1_id.in_(counts))))
+            for row in rows:
+                for user_id in {row[0], row[1]}:
+                    if user_id in counts:
+                        counts[user_id] += 1
+        return counts
 
     async def load_active_games(self) -> list[StoredGame]:
         """Every game in progress with its moves and chat, oldest game first (for restarts)."""
@@ -454,7 +474,7 @@ class Store:
             for role, name in (("player", player), ("winner", winner), ("loser", loser))
             if name is not None
         }
-        async with self.sessions() as session:
+        async with self.reads() as session:
             ids = await self._user_ids(session, list(named.values()))
             if ids is None:
                 return GamePage((), None)
@@ -474,7 +494,7 @@ class Store:
 
     async def list_game_ids(self) -> list[str]:
         """Every game's id, oldest first (for exporting everything)."""
-        async with self.sessions() as session:
+        async with self.reads() as session:
             ids = await session.scalars(
                 select(GameRow.id).order_by(GameRow.created_at, GameRow.id)
             )

@@ -28,9 +28,16 @@ async def test_a_user_at_the_cap_on_one_node_cannot_start_a_game_on_another(
         opened = await carol.call(p.Seek, game="hadron", options={}, clock=CLOCK)
         error = await alice.refused(p.AcceptSeek, seek_id=opened.seek_id)
         assert error.code == "conflict" and "you have 1 games" in str(error)
-        dave = await clients.guest()
+        dave, erin = await clients.guest(), await clients.guest(b_node.url)
+        challenge = await dave.call(p.Challenge, to=erin.name, game="hadron", options={},
+                                    clock=CLOCK, color=0)  # dave is free yet
         assert isinstance(await dave.call(p.AcceptSeek, seek_id=opened.seek_id), p.Ok)
         started = await dave.wait_for(p.GameStarted)
         assert (await carol.wait_for(p.GameStarted)).game_id == started.game_id
+        # now at the cap, dave's challenge cannot be accepted, and it stays pending
+        error = await erin.refused(p.AcceptChallenge, challenge_id=challenge.challenge_id)
+        assert error.code == "conflict" and f"{dave.name} has 1 games" in str(error)
+        assert isinstance(await erin.call(p.DeclineChallenge,
+                                          challenge_id=challenge.challenge_id), p.Ok)
     finally:
         await clients.close_all()

@@ -171,6 +171,22 @@ async def test_active_games_survive_a_restart(db: Database) -> None:
     assert all(r.info.status == "playing" and r.info.ended_at is None for r in restored)
 
 
+async def test_playing_ids_and_counts_name_only_games_in_progress(db: Database) -> None:
+    await db.upgrade()
+    store = Store(db.engine())
+    alice, bot, carol = [await store.create_user(name, "human") for name in ("A", "B", "C")]
+    first = await new_game(store, (alice, bot), created=1)
+    second = await new_game(store, (bot, alice), created=2)  # alice in seat 1 this time
+    done = await new_game(store, (alice, carol), created=3)
+    async with CommitQueue(open_batch_writer(store.engine)) as writer:
+        await writer.submit(GameFinished(done, 0, "resign", 1, at(9)))
+    assert await store.playing_game_ids(alice.id) == [first, second]
+    assert await store.playing_game_ids(carol.id) == []
+    assert await store.playing_counts([alice.id, carol.id, bot.id]) == {
+        alice.id: 2, carol.id: 0, bot.id: 2}
+    assert await store.playing_counts([]) == {}
+
+
 async def history(store: Store, players: tuple[User, User], engine: AsyncEngine) -> list[str]:
     """Seven finished games and one in progress; returns the finished ids, newest first."""
     carol = await store.create_user("Carol", "human")
