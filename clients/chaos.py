@@ -88,7 +88,8 @@ class ChaosPlayer:
                 continue
             try:
                 await conn.call(p.AuthToken, token=self.token)
-                await self._session(conn)
+                while self.result is None:  # a resync resumes on the same connection
+                    await self._session(conn)
             except NETWORK_ERRORS:
                 self.reconnects += 1
                 self._next_node()
@@ -247,8 +248,14 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                             workdir: Path, db_url: str, redis_url: str | None, lease_ms: int
                             ) -> dict[str, Any]:
     """``run_chaos`` on a cluster of ``nodes``: a random node is SIGKILLed M times (and
-    started again after a moment); ``failover_*``: from a kill until each game the dead
-    node owned accepted a move again."""
+    started again after a moment, in the background); ``failover_*``: from a kill until
+    each game the dead node owned accepted a move again.
+
+    One failover at a time: the next kill waits until every game the last victim owned has
+    accepted a move again (or ended, or 30 s passed), so that no failover is timed across
+    two kills; it does not wait for the victim's restart (3 to 6 s on a loaded machine,
+    long enough for the games to end before the last kill) and picks one of the nodes that
+    are up, leaving one up at least."""
     rng = random.Random(seed)
     ledger = Ledger()
     done_kills = 0
@@ -271,9 +278,30 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
         tasks = [asyncio.create_task(pl.play(gid)) for pl, gid in players]
         interrupted: set[str] = set()
         orphaned: list[tuple[float, str]] = []  # (kill time, a game the dead node owned)
+        restarts: dict[int, asyncio.Task[None]] = {}  # node index -> its restart
+
+        async def restart(index: int) -> None:
+            await asyncio.sleep(rng.random() * 0.5)
+            await asyncio.to_thread(cluster.nodes[index].start)
+
+        by_game: dict[str, list[asyncio.Task[None]]] = {}
+        for (_, game_id), task in zip(players, tasks, strict=True):
+            by_game.setdefault(game_id, []).append(task)
+
+        def recovered(killed_at: float, game_id: str) -> bool:
+            return all(t.done() for t in by_game[game_id]) or any(
+                g == game_id and t > killed_at for (g, _), t in ledger.times.items())
+
         try:
             while done_kills < kills and not all(t.done() for t in tasks):
-                target = len(ledger.acked) + rng.randint(1, games)
+                last = [(k, g) for k, g in orphaned if k == orphaned[-1][0]] if orphaned else []
+                while (last and time.monotonic() < last[0][0] + 30
+                       and not all(recovered(k, g) for k, g in last)):
+                    await asyncio.sleep(0.01)
+                # as many acknowledged moves at most as games in progress: a kill and a
+                # restart take seconds here, and the kills must land before the games end
+                playing = sum(not t.done() for t in tasks) // 2 or 1
+                target = len(ledger.acked) + rng.randint(1, playing)
                 while len(ledger.acked) < target and not all(t.done() for t in tasks):
                     await asyncio.sleep(0.005)
                 await asyncio.sleep(rng.random() * 0.02)
@@ -281,7 +309,14 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                     break
                 live = sorted({gid for (_, gid), t in zip(players, tasks, strict=True)
                                if not t.done()})
-                victim = rng.randrange(nodes)
+                up = [i for i in range(nodes) if i not in restarts or restarts[i].done()]
+                if len(up) < 2:  # leave a node up: wait for a restart
+                    await asyncio.wait([restarts[i] for i in range(nodes) if i not in up],
+                                       return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                victim = rng.choice(up)
+                if victim in restarts:
+                    restarts.pop(victim).result()  # it started again (or raise why not)
                 owners = await cluster.lease_owners(live)
                 killed_at = time.monotonic()
                 cluster.nodes[victim].kill()
@@ -289,9 +324,8 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                              if owner == f"n{victim}"]
                 interrupted.update(live)
                 done_kills += 1
-                await asyncio.sleep(rng.random() * 0.5)
-                await asyncio.to_thread(cluster.nodes[victim].start)
-            await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
+                restarts[victim] = asyncio.create_task(restart(victim))
+            await asyncio.wait_for(asyncio.gather(*tasks, *restarts.values()), timeout=600)
         finally:
             for task in tasks:
                 task.cancel()
@@ -381,9 +415,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="server kills, M (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=1,
                         help="seed of the kill times and the bots (default: %(default)s)")
-    parser.add_argument("--think", type=float, default=0.05,
+    parser.add_argument("--think", type=float, default=None,
                         help="a bot waits up to this many seconds before each move (raise "
-                             "it if the games end before all the kills are made)")
+                             "it if the games end before all the kills are made; default: "
+                             "0.05, and 1.0 with --nodes, where a kill and a restart take "
+                             "seconds)")
     parser.add_argument("--nodes", type=int, default=0,
                         help="run a cluster of this many nodes on PostgreSQL and Redis (each "
                              "game's players on two different nodes) and kill a random node "
@@ -399,6 +435,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --nodes: the nodes' lease (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     opts = parser.parse_args(argv)
+    if opts.think is None:
+        opts.think = 1.0 if opts.nodes else 0.05
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tessera-chaos-") as tmp:
         if opts.nodes:

@@ -81,7 +81,7 @@ class Handshakes:
     need (``room()``: the files left). ``evicted`` is called for each one cut.
     """
 
-    __slots__ = ("evicted", "limit", "peak", "room", "waiting")
+    __slots__ = ("closed", "evicted", "limit", "peak", "room", "waiting")
 
     def __init__(self, limit: int, room: Callable[[], int] | None = None,
                  evicted: Callable[[], None] = lambda: None) -> None:
@@ -90,12 +90,13 @@ class Handshakes:
         self.evicted = evicted
         self.waiting: OrderedDict[ServerConnection, float] = OrderedDict()
         self.peak = 0  # the most waiting at once since the last take_peak()
+        self.closed = 0  # connections accepted and gone since the start
 
     def accepted(self, connection: ServerConnection) -> None:
         now = time.monotonic()
         self.waiting[connection] = now
         self.peak = max(self.peak, len(self.waiting))
-        wsio.on_connection_lost(connection, lambda: self.requested(connection))
+        wsio.on_connection_lost(connection, lambda: self._lost(connection))
         if len(self.waiting) <= self.limit:
             return
         room = self.room()
@@ -110,6 +111,10 @@ class Handshakes:
     def requested(self, connection: ServerConnection) -> None:
         """Its request came (or it is gone): no longer waiting."""
         self.waiting.pop(connection, None)
+
+    def _lost(self, connection: ServerConnection) -> None:
+        self.requested(connection)
+        self.closed += 1
 
     def __len__(self) -> int:
         return len(self.waiting)
@@ -182,6 +187,10 @@ class Admission:
     def held(self) -> int:
         """Open websockets and connections waiting for their request."""
         return self.total + len(self.handshakes)
+
+    def closed(self) -> int:
+        """Connections accepted and gone since the start (refused ones too)."""
+        return self.handshakes.closed
 
     def _release(self, address: str) -> None:
         self.total -= 1

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import websockets
 from websockets.asyncio.server import Server, ServerConnection
 
-from . import memory, wsio
+from . import collector, memory, wsio
 from .accounts import Accounts, Passwords
 from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 IDLE_SWEEP_S = 60.0  # how often idle rate-limit buckets and lockout entries are dropped
+CHURN_MIN_DROP = 200  # connections closed a second: a fall by this much hands memory back
 
 
 class App:
@@ -88,6 +89,7 @@ class App:
         self.account_chat: AccountLimits = MemoryTokenBuckets(settings.chat_rate,
                                                               settings.chat_burst)
         self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
+        self._handing_back = asyncio.Lock()  # one hand-back at a time
 
     async def _start(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
         return await start_between(self.games, offer, members)
@@ -132,26 +134,38 @@ class App:
         """The largest :meth:`crowd` since the last call (at most: the parts' peaks)."""
         return self.admission.take_peak() + self.lobby.take_peak()
 
-    async def hand_back_memory(self) -> None:
-        """A crowd has gone: sweep, rebuild the tables it grew, collect the cycles its
-        connections left (a full collection: the young generation's threshold is high,
-        :func:`tune_gc`) and give the free memory back to the system."""
-        t0 = time.perf_counter()
-        swept = self.sweep_idle()
-        self.lobby.compact()
-        self.admission.compact()
-        self.sessions = set(self.sessions)
-        t1 = time.perf_counter()
-        collected = gc.collect()
-        t2 = time.perf_counter()
-        await asyncio.to_thread(memory.give_back)
-        self.metrics.memory_handbacks.inc()
-        log.info("memory handed back", extra={
-            "crowd": self.crowd(), "swept": swept, "collected": collected,
-            "compact_ms": round((t1 - t0) * 1000, 1), "collect_ms": round((t2 - t1) * 1000, 1)})
-        # what the closed connections' last callbacks free after the collection: once more
-        await asyncio.sleep(memory.TRIM_AGAIN_S)
-        await asyncio.to_thread(memory.give_back)
+    async def hand_back_memory(self, collect: bool = True) -> None:
+        """A crowd has gone: sweep, rebuild the tables it grew, collect what cycles it
+        left (its connections leave none: :func:`wsio.release`; under
+        :func:`collector.pace` only what is not frozen yet is scanned) and give the free
+        memory back to the system. Without ``collect`` (a flood of short connections has
+        passed, :class:`memory.Churn`) no collection and a single trim. One at a time:
+        without ``collect`` it is skipped while another runs; with it, it waits its turn."""
+        if not collect and self._handing_back.locked():
+            return
+        async with self._handing_back:
+            t0 = time.perf_counter()
+            swept = self.sweep_idle()
+            self.lobby.compact()
+            self.admission.compact()
+            self.sessions = set(self.sessions)
+            t1 = time.perf_counter()
+            collected = gc.collect() if collect else 0
+            t2 = time.perf_counter()
+            await asyncio.to_thread(memory.give_back)
+            self.metrics.memory_handbacks.inc()
+            log.info("memory handed back", extra={
+                "crowd": self.crowd(), "swept": swept, "collected": collected,
+                "compact_ms": round((t1 - t0) * 1000, 1),
+                "collect_ms": round((t2 - t1) * 1000, 1)})
+            if collect:
+                # what the closed connections' last callbacks free after the collection
+                await asyncio.sleep(memory.TRIM_AGAIN_S)
+                await asyncio.to_thread(memory.give_back)
+
+    async def hand_back_after_churn(self) -> None:
+        """Many connections came and went, each soon (:class:`memory.Churn`)."""
+        await self.hand_back_memory(collect=False)
 
     def online_user_ids(self) -> set[int]:
         """The accounts connected to this server now."""
@@ -230,6 +244,11 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 app.tasks.spawn(memory.DropWatch(app.crowd, app.hand_back_memory,
                                                  peak=app.crowd_peak).run(),
                                 name="tessera-memory-drop")
+                churn = memory.Churn(app.admission.closed)
+                app.tasks.spawn(memory.DropWatch(churn.last, app.hand_back_after_churn,
+                                                 min_drop=CHURN_MIN_DROP,
+                                                 peak=churn.take).run(),
+                                name="tessera-memory-churn")
                 app.tasks.spawn(measure_loop_lag(metrics), name="tessera-loop-lag")
                 if settings.guest_ttl_s > 0:
                     app.tasks.spawn(sweep_guests_forever(
@@ -251,27 +270,6 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
     log.info("stopped: everything acknowledged is stored")
 
 
-GC_YOUNG_THRESHOLD = 50_000  # CPython's default, 700, runs the collector ~100 times a second
-
-
-def tune_gc() -> None:
-    """Make the cyclic garbage collector cheaper for a long-running server.
-
-    Nearly all of a move's garbage goes with its last reference, so the collector finds
-    little; but at CPython's default it runs about a hundred times a second under load and
-    its full collections scan every object of a thousand connections, for pauses of 100 ms
-    and more. A higher threshold for the young generation makes it run far less often
-    (50,000 rather than 10,000 halved the collector's time again: 0.34 to 0.42 s against
-    0.81 to 0.93 s in a 20-second run at K = 500, where it finds about 3,000 objects to
-    free in all), and freezing what exists once the server is up (modules, tables,
-    restored games) keeps those objects out of every later collection.
-    """
-    gc.collect()
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
-
-
 async def run_server(settings: Settings, ready_file: str | None = None) -> None:
     """Serve until SIGTERM or SIGINT."""
     stop = asyncio.Event()
@@ -279,7 +277,8 @@ async def run_server(settings: Settings, ready_file: str | None = None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with running_server(settings) as running:
-        tune_gc()
+        collector.tune_gc()
+        running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
         if ready_file:
             with open(ready_file, "w") as f:
                 f.write(f"{running.port}\n")

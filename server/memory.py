@@ -61,13 +61,13 @@ def give_back() -> bool:
 class DropWatch:
     """Hand memory back as soon as a crowd has gone, not only at the next minute's sweep.
 
-    A flood of connections or seeks leaves its objects to the cyclic garbage collector
-    (a closed websocket's connection, protocol and transport refer to one another, and the
-    young generation is collected only every 50,000 allocations: ``server.app.tune_gc``)
-    and its freed memory to the allocators. :meth:`check`, called every second, compares
-    ``load()`` (open connections, connections waiting for their request, lobby members and
-    seeks) with the highest it has been since the last hand-back (``peak()``): once it has fallen to
-    half of that or less, by ``min_drop`` at least, it calls ``hand_back`` and starts over.
+    A flood of connections or seeks leaves its freed memory to the allocators (and what
+    it made in reference cycles, if anything, to the cyclic garbage collector; a closed
+    connection is freed at once: ``server.wsio.release``). :meth:`check`, called every
+    second, compares ``load()`` (open connections, connections waiting for their request,
+    lobby members and seeks) with the highest it has been since the last hand-back
+    (``peak()``): once it has fallen to half of that or less, by ``min_drop`` at least, it
+    calls ``hand_back`` and starts over.
     A few hand-backs a flood, each a full collection (tens of milliseconds) and a
     ``malloc_trim``; a server whose crowd only grows, or which stays busy, does not pay.
     """
@@ -98,3 +98,30 @@ class DropWatch:
         while True:
             await asyncio.sleep(period_s)
             await self.check()
+
+
+class Churn:
+    """How many connections closed between two looks, from a running count.
+
+    A flood of short connections (the guest flood: connect, ask, hang up) never raises the
+    crowd that :class:`DropWatch` watches, so the memory its connections touched was handed
+    back only by the next minute's sweep. A second watch looks at this rate instead
+    (``DropWatch(churn.last, ..., peak=churn.take)``): it rises with such a flood and falls
+    when the flood has passed, and a rate that stays up (steady traffic) does not fall."""
+
+    __slots__ = ("closed", "rate", "seen")
+
+    def __init__(self, closed: Callable[[], int]) -> None:
+        self.closed = closed
+        self.seen = closed()
+        self.rate = 0
+
+    def take(self) -> int:
+        """The connections closed since the last call (and :meth:`last` from now on)."""
+        now = self.closed()
+        self.rate, self.seen = now - self.seen, now
+        return self.rate
+
+    def last(self) -> int:
+        """What :meth:`take` returned last."""
+        return self.rate

@@ -86,7 +86,8 @@ class Metrics:
         self.memory_handbacks = Counter(
             "tessera_memory_handbacks_total",
             "Memory handed back to the system because a crowd of connections or seeks had "
-            "gone (server.memory.DropWatch)", registry=r)
+            "gone, or a flood of short connections had passed (server.memory.DropWatch, "
+            "Churn)", registry=r)
         self.loop_lag = Histogram(
             "tessera_loop_lag_seconds",
             "How late the event loop ran a timer due every LOOP_LAG_PERIOD_S: how long "
@@ -96,18 +97,27 @@ class Metrics:
             "tessera_gc_seconds", "Collections of the cyclic garbage collector, by "
             "generation (2: full), and how long each held the loop",
             ["generation"], buckets=LOOP_LAG_BUCKETS, registry=r)
+        self.gc_cpu = Counter(
+            "tessera_gc_cpu_seconds", "CPU time of the cyclic garbage collector's "
+            "collections, by generation (2: full): tessera_gc_seconds less the time the "
+            "process waited for a core", ["generation"], registry=r)
 
     def time_collections(self) -> Callable[[], None]:
-        """Time every collection of the garbage collector into ``tessera_gc_seconds``
-        (``gc.callbacks``); returns the function that stops it."""
-        started = [0.0]
+        """Time every collection of the garbage collector into ``tessera_gc_seconds`` and
+        ``tessera_gc_cpu_seconds_total`` (``gc.callbacks``); returns the function that
+        stops it."""
+        started = [0.0, 0.0]
         by_generation = [self.gc_pause.labels(generation=str(g)) for g in range(3)]
+        cpu_by_generation = [self.gc_cpu.labels(generation=str(g)) for g in range(3)]
 
         def callback(phase: str, info: dict[str, int]) -> None:
             if phase == "start":
                 started[0] = time.perf_counter()
+                started[1] = time.thread_time()
             else:
-                by_generation[info["generation"]].observe(time.perf_counter() - started[0])
+                generation = info["generation"]
+                by_generation[generation].observe(time.perf_counter() - started[0])
+                cpu_by_generation[generation].inc(time.thread_time() - started[1])
 
         gc.callbacks.append(callback)
         return lambda: gc.callbacks.remove(callback)

@@ -11,10 +11,13 @@ and an idle connection owns no writer task. :func:`flush` is a copy of websocket
 The caps on connections (:mod:`server.admission`) need two more hooks, also here:
 :func:`on_connection_lost` (``Connection.connection_lost_waiter``) and
 :func:`reporting_connection` (``serve``'s ``create_connection`` and
-``ServerConnection.connection_made``).
+``ServerConnection.connection_made``). And a lost connection's reference cycles are broken
+here (:func:`release`, from ``connection_lost``), so that it is freed at once rather than
+by the cyclic garbage collector.
 
 This relies on websockets 17's ``Connection.protocol`` (``send_binary``, ``data_to_send``,
-``state``), ``Connection.transport``, ``Connection.send_data`` and the hooks above;
+``state``, ``parser``, ``parser_exc``), ``Connection.transport`` (and asyncio's
+``_read_ready_cb`` on it), ``Connection.send_data`` and the hooks above;
 tests/server/test_wsio.py is pinned to that version and checks each of them, so an upgrade
 that moves one fails loudly there rather than quietly here.
 """
@@ -103,6 +106,13 @@ def on_connection_lost(ws: Connection, callback: Callable[[], None]) -> None:
     waiter.add_done_callback(lambda _: callback())
 
 
+async def until_lost(ws: Connection, timeout_s: float) -> None:
+    """Wait ``timeout_s``, or less if the connection's transport goes meanwhile."""
+    waiter: asyncio.Future[None] = ws.connection_lost_waiter
+    if not waiter.done():
+        await asyncio.wait((waiter,), timeout=timeout_s)
+
+
 def reporting_connection(accepted: Callable[[ServerConnection], None]
                          ) -> type[ServerConnection]:
     """A ``ServerConnection`` class (websockets.serve's ``create_connection``) that calls
@@ -114,7 +124,30 @@ def reporting_connection(accepted: Callable[[ServerConnection], None]
             super().connection_made(transport)
             accepted(self)
 
+        def connection_lost(self, exc: Exception | None) -> None:
+            super().connection_lost(exc)
+            release(self)
+
     return Reported
+
+
+def release(ws: Connection) -> None:
+    """Break the reference cycles a lost connection leaves, so that reference counting
+    frees it (and its buffers) as soon as its handler lets go, not the cyclic collector.
+
+    Two cycles outlive a connection (measured with the collector off, server side): the
+    transport holds a bound method of itself (asyncio's ``_read_ready_cb``), with its
+    socket; and the sans-I/O protocol holds its parser, a generator whose frame holds the
+    protocol, which after an unclean close also sits in ``parser_exc``'s traceback. Called
+    once the transport is gone (``connection_lost``): nothing reads from either again, and
+    the parser's exception keeps its message for ``ConnectionClosed.__cause__``."""
+    transport = ws.transport
+    if getattr(transport, "_read_ready_cb", None) is not None:
+        transport._read_ready_cb = None  # type: ignore[attr-defined]
+    protocol = ws.protocol
+    protocol.parser.close()
+    if protocol.parser_exc is not None:
+        protocol.parser_exc.__traceback__ = None
 
 
 def abort(ws: Connection) -> None:

@@ -3,8 +3,11 @@
 :class:`RunnerLink` connects (``hello``), logs in (the bot token; after a reconnect the
 session token first; a guest without a token), hands the login to the runner, reads the
 connection's events and hands each to the runner, and when the connection drops connects
-again after 1 s, doubling up to 30 s, until the runner is done. A refused token, or a close
-for a protocol violation, is a :class:`FatalError`.
+again at once, then, while that fails, after 0.25 s, doubling up to 30 s, each wait drawn
+between half and all of that (so that the clients of a server that died do not all come
+back in step), until the runner is done. On a cluster behind a load balancer the first try
+usually reaches a live node, whose failover takes a second or two (docs/SCALING.md). A
+refused token, or a close for a protocol violation, is a :class:`FatalError`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Callable
 
 import websockets
@@ -63,9 +67,10 @@ class RunnerLink:
             except FatalError:
                 raise
             except CONNECT_ERRORS as e:
+                wait = delay * random.uniform(0.5, 1.0)
                 log.warning("cannot connect to %s: %s; retrying in %.1f s", self.url,
-                            e or type(e).__name__, delay)
-                await wait_event(done, delay)
+                            e or type(e).__name__, wait)
+                await wait_event(done, wait)
                 delay = min(delay * 2, self.backoff_s[1])
                 continue
             delay = self.backoff_s[0]

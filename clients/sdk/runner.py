@@ -58,7 +58,7 @@ class BotRunner:
                  policy: Policy | None = None, move_time_ms: int | None = None,
                  stop_after: int | None = None, client: str = "tessera-bot-sdk/1",
                  on_game_over: Callable[[GameResult], None] | None = None,
-                 backoff_s: tuple[float, float] = (1.0, 30.0),
+                 backoff_s: tuple[float, float] = (0.25, 30.0),
                  claim_abandoned: bool = True) -> None:
         self.policy = policy or Policy()
         self.move_time_ms = move_time_ms

@@ -170,8 +170,9 @@ async def healthz(port: int, source: str = CANARY, timeout: float = 2.0) -> str 
 
 async def loop_lag(port: int, source: str = CANARY, timeout: float = 15.0) -> dict[str, float]:
     """The server's ``tessera_loop_lag_seconds`` histogram from ``/metrics``: cumulative
-    counts by upper bound (``"+Inf"`` is every sample), and its collections' count and
-    seconds by generation (``gc_count_2``, ``gc_sum_2``); empty if it did not answer."""
+    counts by upper bound (``"+Inf"`` is every sample), and its collections' count, seconds
+    and CPU seconds by generation (``gc_count_2``, ``gc_sum_2``, ``gc_cpu_2``); empty if it
+    did not answer."""
     writer: asyncio.StreamWriter | None = None
     try:
         reader, opened = await asyncio.wait_for(
@@ -197,6 +198,9 @@ async def loop_lag(port: int, source: str = CANARY, timeout: float = 15.0) -> di
             kind = "gc_count" if "_count{" in line else "gc_sum"
             generation = line.split('generation="', 1)[1].split('"', 1)[0]
             out[f"{kind}_{generation}"] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("tessera_gc_cpu_seconds_total{"):
+            generation = line.split('generation="', 1)[1].split('"', 1)[0]
+            out[f"gc_cpu_{generation}"] = float(line.rsplit(" ", 1)[1])
     return out
 
 

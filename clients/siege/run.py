@@ -98,7 +98,9 @@ class Process:
 def lag_summary(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
     """The server's event-loop lag between two reads of its histogram: how many timer
     wake-ups (every 100 ms) came more than 20, 50, 100, 250 ms and 1 s late, and the
-    largest bucket reached (the lag was at most that)."""
+    largest bucket reached (the lag was at most that); the garbage collector's pauses,
+    young and full, as the loop saw them and in CPU seconds (the difference: waiting for a
+    core)."""
     if not before or not after:
         return {"error": "no /metrics"}
     def late(bound: str) -> int:
@@ -114,8 +116,13 @@ def lag_summary(before: dict[str, float], after: dict[str, float]) -> dict[str, 
             "memory_handbacks": int(after.get("handbacks", 0) - before.get("handbacks", 0)),
             "full_collections": int(after.get("gc_count_2", 0) - before.get("gc_count_2", 0)),
             "full_collections_s": round(after.get("gc_sum_2", 0) - before.get("gc_sum_2", 0), 3),
+            "full_collections_cpu_s": round(after.get("gc_cpu_2", 0)
+                                            - before.get("gc_cpu_2", 0), 3),
             "young_collections_s": round(sum(after.get(f"gc_sum_{g}", 0)
-                                             - before.get(f"gc_sum_{g}", 0) for g in "01"), 3)}
+                                             - before.get(f"gc_sum_{g}", 0) for g in "01"), 3),
+            "young_collections_cpu_s": round(sum(after.get(f"gc_cpu_{g}", 0)
+                                                 - before.get(f"gc_cpu_{g}", 0)
+                                                 for g in "01"), 3)}
 
 
 def count_rows(db: Path) -> dict[str, int]:

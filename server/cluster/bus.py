@@ -21,9 +21,12 @@ node's channel; that node runs the handler registered for ``op`` (``bus.serve(op
 a task of its own and publishes the reply on the asker's node channel, matched by request
 id. No reply within the timeout raises ``RequestTimeout`` (the request may or may not have
 been served: requests must be safe to repeat, as resent moves are); nobody listening on
-the target's channel raises ``NodeUnreachable`` at once. A handler's failure comes back as
-``RemoteError`` with its code (a ``ProtocolError``'s wire code, so a forwarded client
-request is answered as if it had been served locally).
+the target's channel raises ``NodeUnreachable`` at once. A request unanswered for
+``probe_s`` has its target's channel checked (``PUBSUB NUMSUB``, one call for every such
+request, every ``probe_s``): if nobody listens there any more (the node died after it
+was sent), it fails with ``RequestTimeout`` then, not at the end of its timeout. A
+handler's failure comes back as ``RemoteError`` with its code (a ``ProtocolError``'s wire
+code, so a forwarded client request is answered as if it had been served locally).
 
 **Wire form.** Requests and replies are a small msgpack envelope (``Envelope``); a client
 request forwarded unchanged travels as its protocol frame's bytes inside it (no re-encoding).
@@ -152,6 +155,7 @@ class Bus:
         backoff_s: tuple[float, float] = (0.05, 2.0),
         max_connections: int = 64,
         command_timeout_s: float = 5.0,
+        probe_s: float = 0.25,
     ) -> None:
         """``on_gap`` is called (in the reader task; a coroutine function is run as a task)
         after the reader subscribed again following a lost connection. ``ping_s``: how
@@ -162,6 +166,7 @@ class Bus:
         self.channel = keys.node_channel(node_id)
         self._on_gap = on_gap
         self.request_timeout_s = request_timeout_s
+        self.probe_s = probe_s
         self._ping_s = ping_s
         self._backoff_s = backoff_s
         common: dict[str, Any] = {"socket_connect_timeout": command_timeout_s,
@@ -179,6 +184,8 @@ class Bus:
         self._confirmations: dict[str, list[asyncio.Future[None]]] = {}
         self._ops: dict[str, RequestHandler] = {}
         self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._asked: dict[int, tuple[str, float]] = {}  # request id -> (channel, sent at)
+        self._prober: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
         self._pubsub: Any = None  # the live PubSub while connected
         self._connected = asyncio.Event()
@@ -220,10 +227,10 @@ class Bus:
             return
         self._closed = True
         self._connected.clear()
-        for task in [self._reader, *self._tasks]:
+        for task in [self._reader, self._prober, *self._tasks]:
             if task is not None:
                 task.cancel()
-        for task in [self._reader, *self._tasks]:
+        for task in [self._reader, self._prober, *self._tasks]:
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -350,19 +357,52 @@ class Bus:
         reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = reply
         self.stats.requests_sent += 1
+        channel = self.keys.node_channel(node_id)
         try:
             async with asyncio.timeout(timeout):
                 envelope = Envelope("q", request_id, self.node_id, op, body)
-                if await self._publish_batched(self.keys.node_channel(node_id),
-                                               envelope.pack()) == 0:
+                if await self._publish_batched(channel, envelope.pack()) == 0:
                     raise NodeUnreachable(f"node {node_id!r} is not listening")
+                self._asked[request_id] = (channel, time.monotonic())
+                if self._prober is None:
+                    self._prober = asyncio.get_running_loop().create_task(self._probe())
                 return await reply
+        except RequestTimeout:
+            raise  # the target stopped listening (``_probe``)
         except TimeoutError:
             self.stats.timeouts += 1
             raise RequestTimeout(f"no reply from node {node_id!r} to {op!r} within "
                                  f"{timeout:g} s") from None
         finally:
             self._pending.pop(request_id, None)
+            self._asked.pop(request_id, None)
+
+    async def _probe(self) -> None:
+        """While requests are unanswered: every ``probe_s``, fail those sent ``probe_s``
+        ago or more to a channel nobody listens on any more (``RequestTimeout``)."""
+        try:
+            while self._asked:
+                await asyncio.sleep(self.probe_s)
+                since = time.monotonic() - self.probe_s
+                late = {rid: channel for rid, (channel, sent) in self._asked.items()
+                        if sent <= since}
+                if not late:
+                    continue
+                try:
+                    counts = {as_str(channel): int(count) for channel, count in
+                              await self.redis.pubsub_numsub(
+                                  *set(late.values()))}
+                except RedisError:
+                    continue  # the request's own timeout stands
+                for rid, channel in late.items():
+                    waiting = self._pending.get(rid)
+                    if counts.get(channel, 1) == 0 and waiting is not None \
+                            and not waiting.done():
+                        self.stats.timeouts += 1
+                        waiting.set_exception(RequestTimeout(
+                            f"{channel}: nobody listens any more, and no reply came"))
+        finally:
+            self._prober = None
 
     def _on_node_message(self, _channel: str, data: bytes) -> None:
         try:

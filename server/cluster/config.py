@@ -32,7 +32,7 @@ class ClusterSettings:
     node_id: str = field(default_factory=default_node_id)
     incarnation: str = field(default_factory=lambda: secrets.token_hex(4))
     lease_ms: int = 5000
-    heartbeat_s: float = 1.0
+    heartbeat_s: float = 0.5  # a killed node is seen dead a beat after its last one
     dead_after_s: float = 5.0
     request_timeout_s: float = 5.0
 

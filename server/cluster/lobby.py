@@ -189,13 +189,13 @@ class ClusterLobby:
 
     async def accept_seek(self, s: Session, m: p.AcceptSeek) -> p.ServerMessage:
         me = await self.fresh(s.me())
-        await self.check_can_play(me.user_id, me.name, me=True)
         open_seek = await self.seeks.get(m.seek_id)
+        owner: tuple[int, str] | None = None
         if open_seek is not None and open_seek.user_id != me.user_id:
             _check_may_take(open_seek, me)  # neither its flag nor its range changes
-            # the seek stays open if its owner cannot play
-            await self.check_can_play(open_seek.user_id, open_seek.open_seek.user.name,
-                                      me=False)
+            owner = (open_seek.user_id, open_seek.open_seek.user.name)
+        # both counted in one query; the seek stays open if its owner cannot play
+        await self.check_can_play(me.user_id, me.name, me=True, other=owner)
         seek = await self.seeks.take(m.seek_id, me.user_id)
         wanted = seek.open_seek
         seats = [_online_of(wanted.user, seek.user_id), _online_of(me.wire(), me.user_id)]

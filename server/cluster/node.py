@@ -9,8 +9,11 @@ the games of the process a cluster's (docs/SCALING.md, sections 2 and 9):
   (``owned.owned_room_class``) publishes every event on the game's channel and writes
   fenced. A game is *taken over* (``take_over``: lease, ``Store.take_over_game``, the
   stored moves replayed, clocks started as after a restart, an unasked ``game_state``
-  published) when a periodic sweep finds it playing with no lease (its owner died or
-  stopped), or on demand when a request finds no owner. A game is *lost* when its lease
+  published) when a periodic sweep finds it playing with no lease (its owner stopped, or
+  its lease ran out), or held by a dead process (``dead_owners``: the registry declares a
+  node dead as soon as its process is gone, before its leases run out; its leases are
+  broken then, which the fencing epoch makes safe), or on demand when a request finds no
+  owner, or an owner that is dead. A game is *lost* when its lease
   is (``Leases.on_lost``) or the database refuses a write (``StaleEpoch``): the room stops,
   and its connections here follow the game from the store and the new owner instead.
 - **Routing.** A request about a game owned elsewhere (move, resign, abort, claim_win,
@@ -53,8 +56,8 @@ from prometheus_client.core import (
 from redis.exceptions import RedisError
 
 import protocol as p
-from server import wire
-from server.app import running_server, tune_gc
+from server import collector, wire
+from server.app import running_server
 from server.config import Settings
 from server.revocation import close_revoked
 from server.rooms import GameRoom, Player
@@ -82,6 +85,7 @@ NOT_OWNER = "not_owner"
 RETRY_S = 0.1  # between looks for a game's owner while it is being taken over
 OWNER_HINTS = 50_000  # games whose owner is remembered (then forgotten all at once)
 SWEEP_BATCH = 100  # games taken over per sweep at most (the others wait for the next)
+TAKEOVERS_AT_ONCE = 8  # a sweep's takeovers in flight together (each waits on PostgreSQL)
 
 
 class _Local:
@@ -159,6 +163,9 @@ class ClusterNode:
                              ttl_ms=settings.lease_ms, on_lost=self._lease_lost)
         self.registry: NodeRegistry | None = None
         self.live_nodes: set[str] = {settings.node_id}
+        self.dead_owners: frozenset[str] = frozenset()  # lease values of dead processes
+        self._nodes_read = -1.0  # when live_nodes and dead_owners were read (loop time)
+        self._swept_for: frozenset[str] = frozenset()  # dead owners _watch_nodes swept for
         self.lobby = ClusterLobby(self)
         self.revocations = Revocations(bus, self._revoked)
         self.remote: dict[str, RemoteGame] = {}
@@ -208,7 +215,7 @@ class ClusterNode:
             self.bus.redis, self.keys, self.node_id, self.settings.incarnation, address,
             report=lambda: (self.leases.held, len(self.app.sessions)),
             on_dead=self._node_dead, interval_s=self.settings.heartbeat_s,
-            dead_after_s=self.settings.dead_after_s)
+            dead_after_s=self.settings.dead_after_s, channel=self.bus.channel)
         with contextlib.suppress(RedisError):
             await self.registry.beat()  # listed at once; else from the first beat that can
         self.registry.start()
@@ -224,11 +231,19 @@ class ClusterNode:
         (the database poll, ``revocation.enforce_revocations``, stays the safety net)."""
         close_revoked(self.app.sessions, set(digests))
 
-    async def refresh_nodes(self) -> None:
-        """Look up the nodes alive now (``live_nodes``: whose presence counts)."""
+    async def refresh_nodes(self, *, within_s: float = 0.0) -> None:
+        """Look up the nodes alive now (``live_nodes``: whose presence counts) and the
+        lease values of the dead ones (``dead_owners``), unless read ``within_s`` ago."""
         assert self.registry is not None
-        alive = {info.node_id for info in await self.registry.nodes() if info.alive}
+        loop = asyncio.get_running_loop()
+        if within_s and loop.time() - self._nodes_read < within_s:
+            return
+        self._nodes_read = loop.time()
+        nodes = await self.registry.nodes()
+        alive = {info.node_id for info in nodes if info.alive}
         alive.add(self.node_id)
+        self.dead_owners = frozenset(info.owner for info in nodes
+                                     if not info.alive and info.node_id != self.node_id)
         for gone in self.live_nodes - alive:
             self._forget_seats_of(gone)
         self.live_nodes = alive
@@ -242,10 +257,16 @@ class ClusterNode:
                 self.spawn(room.player_disconnected(seat.seat, seat))
 
     async def _watch_nodes(self) -> None:
+        """Every beat: the nodes alive; when a process died since the last look, its
+        games are looked for at once here too (not only by the node that claims the death:
+        the survivors share the takeovers, each sweep in its own random order)."""
         while True:
             await asyncio.sleep(self.settings.heartbeat_s)
             try:
                 await self.refresh_nodes()
+                if self.dead_owners - self._swept_for:
+                    self.spawn(self.sweep())
+                self._swept_for = self.dead_owners
             except RedisError as exc:
                 log.debug("cluster: nodes not refreshed: %s", exc)
 
@@ -455,30 +476,37 @@ class ClusterNode:
                 log.warning("cluster: sweep failed: %s", exc)
 
     async def sweep(self) -> int:
-        """Take over the games in progress that nobody owns; how many were taken."""
+        """Take over the games in progress that nobody owns, or a dead process owns (its
+        leases broken first); how many were taken."""
         games = self.app.games
         ids = [g for g in await self.app.store.playing_game_ids() if games.live(g) is None]
         if not ids:
             return 0
         values = await self.bus.redis.mget([self.keys.lease(g) for g in ids])
+        if self.registry is not None and any(value is not None for value in values):
+            await self.refresh_nodes()
         free = []
         for game_id, value in zip(ids, values, strict=True):
-            if value is not None and self._predecessor(as_str(value)):
+            if value is not None and self._dead_owner(as_str(value)):
                 await self.leases.break_lease(game_id, as_str(value))
                 value = None
             if value is None:
                 free.append(game_id)
         random.shuffle(free)
-        taken = 0
-        for game_id in free[:SWEEP_BATCH]:
-            taken += await self.take_over(game_id)
-        return taken
+        room = asyncio.Semaphore(TAKEOVERS_AT_ONCE)
+
+        async def take(game_id: str) -> bool:
+            async with room:
+                return await self.take_over(game_id)
+
+        return sum(await asyncio.gather(*(take(g) for g in free[:SWEEP_BATCH])))
 
     def _node_dead(self, node_id: str) -> None:
         """A dead node (claimed by this one): its members go offline, its connections in
-        the games owned here are forgotten, and its games are looked for at once."""
-        self.spawn(self.lobby.reap(node_id))
+        the games owned here are forgotten, and its games are looked for at once (first:
+        their players wait)."""
         self.spawn(self.sweep())
+        self.spawn(self.lobby.reap(node_id))
         self._forget_seats_of(node_id)
 
     def _drop_seats(self, game_id: str) -> None:
@@ -527,6 +555,8 @@ class ClusterNode:
                         pass
                     except BusUnavailable as exc:
                         problem = exc
+                    if await self._owner_dead(value) and await self._break(game_id, value):
+                        continue  # broken before it ran out: take the game over now
             if loop.time() > deadline:
                 if problem is not None:
                     raise unavailable(game_id, problem)
@@ -538,6 +568,28 @@ class ClusterNode:
         """Whether a lease is held by an earlier process under this node's id (dead: a
         node id is one process at a time)."""
         return value != self.leases.owner and owner_node(value) == self.node_id
+
+    def _dead_owner(self, value: str) -> bool:
+        """Whether a lease is held by a process known to be dead: an earlier one of this
+        node, or one the registry declared dead (as of the last ``refresh_nodes``)."""
+        return self._predecessor(value) or value in self.dead_owners
+
+    async def _break(self, game_id: str, value: str) -> bool:
+        try:
+            return await self.leases.break_lease(game_id, value)
+        except RedisError:
+            return False
+
+    async def _owner_dead(self, value: str) -> bool:
+        """Whether the process holding a lease is dead (``call_owner``, when it did not
+        answer; the registry read at most every ``RETRY_S``)."""
+        if self.registry is None:
+            return False
+        try:
+            await self.refresh_nodes(within_s=RETRY_S)
+        except RedisError:
+            return False
+        return self._dead_owner(value)
 
     async def _ask(self, node: str, op: str, body: dict[str, Any]) -> Any:
         started = time.perf_counter()
@@ -852,7 +904,8 @@ async def run_node(settings: Settings, cluster: ClusterSettings,
         try:
             async with running_server(settings, cluster=node) as running:
                 await node.start(f"{settings.host}:{running.port}")
-                tune_gc()
+                collector.tune_gc()
+                running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
                 if ready_file:
                     with open(ready_file, "w") as f:
                         f.write(f"{running.port}\n")

@@ -3,15 +3,31 @@
 Every node beats once a ``interval_s``: one Lua script writes its entry in the sorted set
 ``tessera:{cluster}:nodes`` (node id -> the heartbeat's time, read from Redis's own clock
 so that nodes on machines whose clocks differ agree), its description (a hash: id,
-incarnation, address, pid, start, connections, how many games, its dead-after setting) and
-the set of games it holds leases on. A node whose heartbeat is older than its
-``dead_after_s`` is dead; its entry stays listed (as dead) until ``forget_after_s``, so an
-operator sees what died and what it held.
+incarnation, address, pid, start, connections, how many games, its interval and dead-after
+settings, the channel it listens on) and the set of games it holds leases on (written
+only when it changed, and every ``REWRITE_EVERY`` beats: a beat stays a few small writes
+however many games the node holds, so beats can be frequent).
 
-Every live node's heartbeat task also looks for dead nodes and calls ``on_dead(node_id)``
-for each one it is the first to claim (``claim_dead``: one Lua script, so exactly one node
-cleans up after a dead one, e.g. its members' presence). A node that comes back under the
-same id beats again and is alive again: the claim is forgotten.
+A node is dead when either:
+
+- its heartbeat is older than its ``dead_after_s`` (the machine is gone, cut off, or the
+  process is paused: nothing else can tell those apart from a slow node), or
+- **its process is gone**: it named a ``channel`` (its bus's node channel), nobody listens
+  on that channel (``PUBSUB NUMSUB``: Redis drops a subscription the moment the process's
+  connection closes, which the kernel does as soon as a process dies, even by SIGKILL) and
+  it has missed a beat (older than its ``interval_s``). A node that is only slow keeps its
+  connection, so it is not declared dead early; one whose link to Redis broke misses its
+  beats as well, and is as good as dead to the cluster (its games may be taken over: the
+  fencing epoch in PostgreSQL refuses its late writes, docs/SCALING.md section 4).
+
+A dead node's entry stays listed (as dead) until ``forget_after_s``, so an operator sees
+what died and what it held.
+
+Every live node's heartbeat task also looks for dead nodes (every ``check_every_s``, more
+often than it beats: a look costs a few reads) and calls ``on_dead(node_id)`` for each one
+it is the first to claim (``claim_dead``: one Lua script, so exactly one node cleans up
+after a dead one, e.g. its members' presence). A node that comes back under the same id
+beats again and is alive again: the claim is forgotten.
 
 ``cluster_status`` reads all of it for ``tessera cluster status``.
 """
@@ -32,17 +48,23 @@ from .keys import Keys, as_str, check_name
 
 log = logging.getLogger(__name__)
 
+REWRITE_EVERY = 20  # beats: the set of games is written again at least this often
+
 HEARTBEAT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('HSET', KEYS[2], 'node_id', ARGV[1], 'incarnation', ARGV[2], 'address', ARGV[3],
            'pid', ARGV[4], 'started_ms', ARGV[5], 'connections', ARGV[6],
-           'dead_after_ms', ARGV[7], 'heartbeat_ms', now, 'games', #ARGV - 8)
+           'dead_after_ms', ARGV[7], 'heartbeat_ms', now, 'interval_ms', ARGV[9],
+           'channel', ARGV[10])
 redis.call('HDEL', KEYS[2], 'claimed_by')
-redis.call('DEL', KEYS[3])
-for i = 9, #ARGV, 1000 do
-  redis.call('SADD', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+if ARGV[11] == '1' then
+  redis.call('HSET', KEYS[2], 'games', #ARGV - 11)
+  redis.call('DEL', KEYS[3])
+  for i = 12, #ARGV, 1000 do
+    redis.call('SADD', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
 end
 redis.call('PEXPIRE', KEYS[2], ARGV[8])
 redis.call('PEXPIRE', KEYS[3], ARGV[8])
@@ -78,6 +100,12 @@ class NodeInfo:
     started_ms: int = 0
     connections: int = 0
     games: tuple[str, ...] = ()
+    listening: bool = True  # someone listens on the channel it named (True if it named none)
+
+    @property
+    def owner(self) -> str:
+        """Its lease owner value (``leases.owner_value``): ``node_id/incarnation``."""
+        return f"{self.node_id}/{self.incarnation}"
 
 
 class NodeRegistry:
@@ -106,9 +134,15 @@ class NodeRegistry:
         interval_s: float = 1.0,
         dead_after_s: float = 5.0,
         forget_after_s: float = 3600.0,
+        check_every_s: float | None = None,
+        channel: str = "",
     ) -> None:
         """``report()`` gives (the games this node holds, its connections) for each
-        heartbeat; ``on_dead(node_id)`` is called for each dead node this one claims."""
+        heartbeat; ``on_dead(node_id)`` is called for each dead node this one claims.
+        ``channel``: the channel this node's process listens on for as long as it lives
+        (its bus's node channel), so that the others see at once when it is gone (see the
+        module docstring); none: dead only by ``dead_after_s``. ``check_every_s``: how
+        often to look for dead nodes (default: half of ``interval_s``)."""
         if dead_after_s <= interval_s:
             raise ValueError(f"dead_after_s ({dead_after_s}) must exceed interval_s "
                              f"({interval_s}), or a live node would look dead")
@@ -121,6 +155,8 @@ class NodeRegistry:
         self.interval_s = interval_s
         self.dead_after_s = dead_after_s
         self.forget_after_s = forget_after_s
+        self.check_every_s = interval_s / 2 if check_every_s is None else check_every_s
+        self.channel = channel
         self._report = report or (lambda: ((), 0))
         self._on_dead = on_dead
         self._heartbeat = redis.register_script(HEARTBEAT)
@@ -128,16 +164,28 @@ class NodeRegistry:
         self._forget = redis.register_script(FORGET)
         self._task: asyncio.Task[None] | None = None
         self.failures = 0  # heartbeats that could not reach Redis
+        self._written: frozenset[str] | None = None  # the games the last beats wrote
+        self._beats = 0
 
     async def beat(self) -> int:
-        """One heartbeat now; Redis's time of it (ms). Raises RedisError if unreachable."""
+        """One heartbeat now; Redis's time of it (ms). Raises RedisError if unreachable.
+
+        The set of games is written only when it changed since the beat that last wrote
+        it, and every ``REWRITE_EVERY`` beats (a Redis restarted between two beats lost
+        it): a beat is then a few small writes whatever the node holds."""
         games, connections = self._report()
+        held = frozenset(games)
+        write = held != self._written or self._beats % REWRITE_EVERY == 0
+        self._written = None  # until this beat is known to have landed
         stamp = int(await self._heartbeat(
             keys=[self.keys.nodes, self.keys.node(self.node_id),
                   self.keys.node_games(self.node_id)],
             args=[self.node_id, self.incarnation, self.address, os.getpid(),
                   self.started_ms, connections, int(self.dead_after_s * 1000),
-                  int(self.forget_after_s * 1000), *games]))
+                  int(self.forget_after_s * 1000), int(self.interval_s * 1000),
+                  self.channel, int(write), *(held if write else ())]))
+        self._written = held
+        self._beats += 1
         if not self.started_ms:
             self.started_ms = stamp
             await self.redis.hset(self.keys.node(self.node_id), "started_ms", stamp)
@@ -170,23 +218,28 @@ class NodeRegistry:
         return claimed
 
     def start(self) -> None:
-        """Beat every ``interval_s`` and look for dead nodes, until ``close``."""
+        """Beat every ``interval_s`` and look for dead nodes every ``check_every_s``,
+        until ``close``."""
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
                 self._run(), name="tessera-heartbeat")
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_beat = loop.time()
         while True:
             try:
-                await self.beat()
+                if loop.time() >= next_beat:
+                    next_beat = loop.time() + self.interval_s
+                    await self.beat()
+                    self.failures = 0
                 await self.check_dead()
-                self.failures = 0
             except RedisError as exc:
                 self.failures += 1
                 log.warning("nodes: heartbeat failed: %s", exc)
             except Exception:
                 log.exception("nodes: heartbeat round failed")
-            await asyncio.sleep(self.interval_s)
+            await asyncio.sleep(max(0.0, min(self.check_every_s, next_beat - loop.time())))
 
     async def close(self, *, leave: bool = True) -> None:
         """Stop beating; with ``leave`` (a clean stop) remove this node's entry."""
@@ -204,8 +257,9 @@ class NodeRegistry:
 
 async def cluster_status(redis: aioredis.Redis, keys: Keys, *, with_games: bool = True
                          ) -> list[NodeInfo]:
-    """Every node the registry knows, by id: alive or dead by its own dead-after setting
-    against Redis's clock now, with its description and (``with_games``) its games."""
+    """Every node the registry knows, by id: alive or dead by its own settings against
+    Redis's clock now (the module docstring), with its description and (``with_games``)
+    its games."""
     seconds, micros = await redis.time()
     now = int(seconds) * 1000 + int(micros) // 1000
     beats: list[tuple[bytes, float]] = list(
@@ -217,17 +271,27 @@ async def cluster_status(redis: aioredis.Redis, keys: Keys, *, with_games: bool 
             if with_games:
                 pipe.smembers(keys.node_games(node_id))
         replies = await pipe.execute()
+    infos = [{as_str(k): as_str(v) for k, v in replies[index * (2 if with_games else 1)].items()}
+             for index in range(len(beats))]
+    channels = sorted({info["channel"] for info in infos if info.get("channel")})
+    listeners = ({as_str(channel): int(count) for channel, count in
+                  await redis.pubsub_numsub(*channels)}
+                 if channels else {})
     found = []
-    step = 2 if with_games else 1
     for index, (member, score) in enumerate(beats):
-        info = {as_str(k): as_str(v) for k, v in replies[index * step].items()}
-        games = sorted(as_str(g) for g in replies[index * step + 1]) if with_games else []
+        info = infos[index]
+        games = sorted(as_str(g) for g in replies[index * 2 + 1]) if with_games else []
         heartbeat = int(score)
-        dead_after = int(info.get("dead_after_ms", 5000))
+        age = max(0, now - heartbeat)
+        channel = info.get("channel", "")
+        listening = not channel or listeners.get(channel, 0) > 0
+        gone = not listening and age > int(info.get("interval_ms", 1000))
         found.append(NodeInfo(
-            node_id=as_str(member), alive=now - heartbeat <= dead_after,
-            heartbeat_ms=heartbeat, age_ms=max(0, now - heartbeat),
+            node_id=as_str(member),
+            alive=age <= int(info.get("dead_after_ms", 5000)) and not gone,
+            heartbeat_ms=heartbeat, age_ms=age,
             incarnation=info.get("incarnation", ""), address=info.get("address", ""),
             pid=int(info.get("pid", 0)), started_ms=int(info.get("started_ms", 0)),
-            connections=int(info.get("connections", 0)), games=tuple(games)))
+            connections=int(info.get("connections", 0)), games=tuple(games),
+            listening=listening))
     return sorted(found, key=lambda node: node.node_id)

@@ -7,9 +7,10 @@ models, queries and migrations run on both; nothing here is SQLite-only SQL.
 Nothing is built at import time: ``main()`` calls ``make_engine`` and
 ``make_session_factory`` and disposes the engine on the way out.
 
-PostgreSQL connections are pooled (``POSTGRES_POOL_SIZE`` kept open, as many again opened
-for a burst and closed after it: the default of 5 made a busy node open and close a
-connection, SSL probe included, for most of its reads) and not pinged on checkout: a
+PostgreSQL connections are pooled (``POSTGRES_POOL_SIZE`` kept open and none opened beyond
+them: a burst waits for a free one; with the default pool of 5 and its overflow, a busy
+node opened and closed a connection, SSL probe included, for most of its reads, and
+``bench --nodes`` missed the CPU of those short-lived backends) and not pinged on checkout: a
 connection the server dropped (a restart) fails the one statement that finds it,
 SQLAlchemy then discards the whole pool, and the next statement reconnects.
 Single-statement reads run in autocommit (``read_engine``): one round trip, where a
@@ -120,8 +121,8 @@ def is_sqlite(engine_or_url: AsyncEngine | URL) -> bool:
 
 POSTGRES_POOL_SIZE = 10
 """Connections one server process keeps open to PostgreSQL (its moves take one; the rest
-serve reads and small writes), and how many more a burst may open: nodes x twice this must
-stay below the server's max_connections (100 by default)."""
+serve reads and small writes; no store method holds one while it waits for another):
+nodes x this must stay below the server's max_connections (100 by default)."""
 
 
 def make_engine(
@@ -154,7 +155,7 @@ def make_engine(
     settings = {"application_name": "tessera", **dict(args.get("server_settings") or {})}
     args["server_settings"] = settings
     options.setdefault("pool_size", POSTGRES_POOL_SIZE)
-    options.setdefault("max_overflow", POSTGRES_POOL_SIZE)
+    options.setdefault("max_overflow", 0)
     if options.get("poolclass") is not None:  # NullPool takes no size
         options.pop("pool_size"), options.pop("max_overflow")
     return _create_async_engine(parsed, connect_args=args, **options)

@@ -8,6 +8,7 @@ the address), so each test plays a stranger and an owner from different addresse
 from __future__ import annotations
 
 import asyncio
+import gc
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 import websockets
 from sqlalchemy import text
+from websockets.asyncio.server import ServerConnection
+from websockets.server import ServerProtocol
 
 import protocol as p
 from clients.connection import Connection, ServerError
@@ -25,6 +28,7 @@ from server.accounts import HashQueueFull, Passwords
 from server.guests import sweep_guests
 from server.lockout import LOCKOUT_CEILING_S, Lockout
 from server.ratelimit import BucketTable, address_key
+from server.session import Session
 
 from .conftest import Live, Serve, one_backend
 from .support import TIMEOUT, start_game
@@ -255,6 +259,45 @@ async def test_the_server_sweeps_idle_buckets(serve: Serve) -> None:
         later = time.monotonic() + 3600.0
         assert app.sweep_idle(now=later) >= 6
         assert len(app.account_requests) == 0 and len(app.accounts.address_guests or ()) == 0
+
+
+async def test_a_guest_flood_leaves_nothing_held_once_its_connections_close(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guests from many addresses and refusals from one, every connection closed by its
+    client right after its reply: the server holds no session, connection or lobby entry
+    for any of them, freed by reference counting alone (the cyclic collector off), at once
+    even for a refused one whose connection would stay unread for a minute (a rate-limited
+    connection pauses; its pause ends when the client hangs up); the per-address guest
+    buckets, one per address, go with the idle sweep (docs/RELIABILITY.md, section 8)."""
+    monkeypatch.setattr("server.session.MAX_RATE_PAUSE_S", 60.0)
+    async with serve(address_guests_per_hour=60, address_guest_burst=2) as live:
+        app = live.running.app
+        was_enabled = gc.isenabled()
+        gc.collect()
+        gc.disable()
+        try:
+            many = [await connect_from(live, f"127.0.4.{k}") for k in range(1, 21)]
+            one = [await connect_from(live, "127.0.5.1") for _ in range(10)]
+            got = [(await outcome(c, p.Guest))[0] for c in many + one]
+            assert got == ["authed"] * 22 + ["rate_limited"] * 8
+            for conn in many + one:
+                await conn.close()
+            for _ in range(int(TIMEOUT / 0.05)):
+                if not app.sessions and not app.admission.held():
+                    break
+                await asyncio.sleep(0.05)
+            assert len(app.sessions) == 0 and app.admission.held() == 0
+            assert app.lobby.size() == 0 and not app.admission.by_address
+            await asyncio.sleep(0.1)  # the handlers' last callbacks
+            held = [type(o).__name__ for o in gc.get_objects()  # type(): no weakproxy raises
+                    if issubclass(type(o), (Session, ServerConnection, ServerProtocol))]
+            assert not held, held
+        finally:
+            if was_enabled:
+                gc.enable()
+        assert len(app.accounts.address_guests or ()) == 21  # one bucket per address
+        assert app.sweep_idle(now=time.monotonic() + 3600.0) >= 21
+        assert len(app.accounts.address_guests or ()) == 0
 
 
 # -- guests off the move path, and swept ------------------------------------------------------

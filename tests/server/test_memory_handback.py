@@ -39,6 +39,26 @@ async def test_a_hand_back_comes_once_the_crowd_has_halved_by_enough() -> None:
     assert calls == [500, 20]
 
 
+async def test_a_flood_of_short_connections_hands_back_once_it_has_passed() -> None:
+    """The churn (connections closed a second) rises and falls: one hand-back, when it has
+    fallen; a steady rate does not trigger one."""
+    closed = 0
+    calls: list[int] = []
+    churn = memory.Churn(lambda: closed)
+
+    async def hand_back() -> None:
+        calls.append(closed)
+
+    watch = DropWatch(churn.last, hand_back, min_drop=200, peak=churn.take)
+    seen = []
+    for per_second in (0, 300, 450, 420, 400, 100, 0, 0, 250, 250, 250):
+        closed += per_second
+        seen.append(await watch.check())
+    assert seen == [False] * 5 + [True] + [False] * 5
+    assert calls == [1670]  # at 100 a second, from a peak of 450
+    assert churn.last() == 250
+
+
 def test_a_compacted_lobby_keeps_every_member_and_index() -> None:
     lobby = Lobby()
     sessions = [object() for _ in range(500)]
@@ -67,6 +87,27 @@ async def test_the_server_hands_memory_back_once_its_connections_have_closed(
             await asyncio.sleep(0.1)
         assert app.metrics.memory_handbacks._value.get() == before + 1
         assert app.crowd() == 0
+
+
+async def test_the_server_hands_memory_back_after_a_flood_of_short_connections(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Connections that come and go at once never make a crowd, but the churn watch sees
+    them: a hand-back (without a full collection) once they have stopped."""
+    monkeypatch.setattr("server.app.CHURN_MIN_DROP", 20)
+    async with serve() as live:
+        app = live.running.app
+        await asyncio.sleep(1.5)  # the watch's first look: nothing closed
+        before = app.metrics.memory_handbacks._value.get()
+
+        for _ in range(100):  # one after the other: no crowd
+            async with websockets.connect(live.url):
+                pass
+        assert app.crowd() <= 2 and app.admission.closed() >= 90  # the last may be closing
+        for _ in range(100):  # the watch looks every second
+            if app.metrics.memory_handbacks._value.get() > before:
+                break
+            await asyncio.sleep(0.1)
+        assert app.metrics.memory_handbacks._value.get() == before + 1
 
 
 @pytest.mark.skipif(memory._malloc_trim() is None, reason="glibc only")

@@ -121,6 +121,28 @@ async def test_failures_come_back_as_clear_errors(redis_url: str, keys: Keys) ->
         await eventually(lambda: a.stats.dropped == 1, 3)  # the late reply, matched to nobody
 
 
+async def test_a_request_to_a_node_that_died_fails_when_its_channel_empties(
+        redis_url: str, keys: Keys) -> None:
+    """The target got the request and died before replying: the asker learns it from the
+    target's channel emptying (within a few ``probe_s``), not at the request's timeout."""
+    got = asyncio.Event()
+
+    async def stall(_body: Any, _sender: str) -> Any:
+        got.set()
+        await asyncio.sleep(60)
+
+    async with running(redis_url, keys, "a", probe_s=0.1) as a:
+        b = Bus(redis_url, keys, "b")
+        await b.start()
+        await b.wait_connected(5)
+        b.serve("stall", stall)
+        asked = asyncio.ensure_future(a.request("b", "stall", timeout_s=60))
+        await asyncio.wait_for(got.wait(), 10)
+        await b.close()  # b dies (its connection to Redis closes)
+        with pytest.raises(RequestTimeout, match="nobody listens any more"):
+            await asyncio.wait_for(asked, 20)
+
+
 async def test_malformed_messages_on_a_node_channel_are_dropped(redis_url: str, keys: Keys
                                                                 ) -> None:
     async def echo(body: Any, _sender: str) -> Any:

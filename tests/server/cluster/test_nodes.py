@@ -11,7 +11,7 @@ import sys
 import redis.asyncio as aioredis
 
 from server.cluster.keys import Keys
-from server.cluster.nodes import NodeRegistry, cluster_status
+from server.cluster.nodes import REWRITE_EVERY, NodeRegistry, cluster_status
 from server.cluster.status import format_status
 
 from .conftest import eventually, free_port
@@ -36,6 +36,29 @@ async def test_heartbeats_say_who_is_alive_and_what_they_hold(
     assert nodes[0].address == a.address and nodes[0].pid > 0
     table = format_status(keys.cluster, nodes)
     assert "2 nodes alive, 0 dead" in table and "games: g1 g2" in table
+
+
+async def test_a_beat_writes_the_games_when_they_changed(redis: aioredis.Redis, keys: Keys
+                                                         ) -> None:
+    held = ["g1"]
+    a = registry(redis, keys, "a", report=lambda: (list(held), 0))
+
+    async def listed() -> tuple[str, ...]:
+        [node] = await cluster_status(redis, keys)
+        return node.games
+
+    await a.beat()
+    assert await listed() == ("g1",)
+    await redis.delete(keys.node_games("a"))  # as if lost: unchanged, not written again
+    await a.beat()
+    assert await listed() == ()
+    held.append("g2")
+    await a.beat()
+    assert await listed() == ("g1", "g2")
+    await redis.delete(keys.node_games("a"))
+    for _ in range(REWRITE_EVERY):  # written again every REWRITE_EVERY beats anyway
+        await a.beat()
+    assert await listed() == ("g1", "g2")
 
 
 async def test_a_silent_node_is_dead_and_claimed_once(redis: aioredis.Redis, keys: Keys
@@ -66,6 +89,34 @@ async def test_a_silent_node_is_dead_and_claimed_once(redis: aioredis.Redis, key
         for node in survivors:
             await node.close()
     assert [n.node_id for n in await cluster_status(redis, keys)] == ["c"]  # a, b left
+
+
+async def test_a_node_whose_process_is_gone_is_dead_at_once_a_slow_one_is_not(
+        redis: aioredis.Redis, keys: Keys) -> None:
+    """A node that names its channel is dead once nobody listens there and it missed a
+    beat, long before its ``dead_after_s``; a node that still listens, only late with its
+    beat, is alive; so is one that just beat and does not listen yet (starting)."""
+    options = {"interval_s": 0.2, "dead_after_s": 60.0}
+    nodes = {name: registry(redis, keys, name, channel=keys.node_channel(name), **options)
+             for name in ("gone", "slow", "new")}
+    watcher = registry(redis, keys, "w", **options)
+    listener = redis.pubsub()
+    await listener.subscribe(keys.node_channel("gone"), keys.node_channel("slow"))
+    try:
+        for node in [*nodes.values(), watcher]:
+            await node.beat()
+        assert await watcher.check_dead() == []
+        await asyncio.sleep(0.3)  # every one of them missed a beat
+        await nodes["new"].beat()
+        assert await watcher.check_dead() == []
+        await listener.unsubscribe(keys.node_channel("gone"))  # its process died
+        assert await watcher.check_dead() == ["gone"]
+        found = {n.node_id: n for n in await cluster_status(redis, keys)}
+        assert [(name, found[name].alive, found[name].listening) for name in nodes] == [
+            ("gone", False, False), ("slow", True, True), ("new", True, False)]
+        assert found["gone"].owner == "gone/inc-gone"
+    finally:
+        await listener.aclose()
 
 
 async def test_long_dead_nodes_are_forgotten(redis: aioredis.Redis, keys: Keys) -> None:
