@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -99,12 +100,13 @@ def test_an_engine_with_a_short_think_time_plays() -> None:
 
 
 def test_arena_refuses_bad_arguments() -> None:
-    for bad in (["random"], ["random", "nosuchbot"], ["random", "greedy", "--game", "chess"],
-                ["random", "greedy", "--token", "random=x"],
-                ["random", "greedy", "--server", "ws://x/ws", "--token", "mcts=x"],
-                ["random", "greedy", "--clock", "10ms/move"]):
-        done = arena(*bad)
-        assert done.returncode == 2, (bad, done.stderr)
+    bads = (["random"], ["random", "nosuchbot"], ["random", "greedy", "--game", "chess"],
+            ["random", "greedy", "--token", "random=x"],
+            ["random", "greedy", "--server", "ws://x/ws", "--token", "mcts=x"],
+            ["random", "greedy", "--clock", "10ms/move"])
+    with ThreadPoolExecutor(len(bads)) as pool:  # the processes at once, not in turn
+        for bad, done in zip(bads, pool.map(lambda bad: arena(*bad), bads), strict=True):
+            assert done.returncode == 2, (bad, done.stderr)
 
 
 # -- pieces, without a server --------------------------------------------------------------------

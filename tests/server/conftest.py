@@ -107,6 +107,13 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path
         yield TestDatabase("postgresql", role_url)
 
 
+one_backend = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+"""For a test of what the server keeps in its memory alone (frames, connections, request
+budgets, login locks, the hash queue, the lobby's seeks and challenges): on PostgreSQL it
+would run the very same code again. What such a test also stores on the way (users, guests,
+moves) is tested on both backends by the tests of storage, accounts and games."""
+
+
 def test_settings(db_url: str, **overrides: Any) -> Settings:
     """Settings for an in-process test server: any free port, short waits, no pings."""
     settings = Settings(host="127.0.0.1", port=0, db_url=db_url, grace_ms=GRACE_MS,

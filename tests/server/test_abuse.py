@@ -11,8 +11,10 @@ import pytest
 
 import protocol as p
 
-from .conftest import Live, Serve
+from .conftest import Live, Serve, one_backend
 from .support import Clients, Game, RawSocket, pack, start_game
+
+pytestmark = one_backend  # frames and request budgets, all in the server's memory
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from server.lockout import LOCKOUT_CEILING_S, Lockout
 from server.ratelimit import BucketTable, address_key
 from server.session import Session
 
-from .conftest import Live, Serve
+from .conftest import Live, Serve, one_backend
 from .support import TIMEOUT, start_game
 
 PASSWORD = "correct horse battery"
@@ -59,6 +59,7 @@ async def outcome(conn: Connection, kind: type[Any], **fields: Any) -> tuple[str
 
 
 # -- lockout -------------------------------------------------------------------------------------
+@one_backend
 async def test_a_stranger_cannot_lock_the_owner_out(serve: Serve) -> None:
     """30 wrong passwords sent at once from one address: the lock is decided after each
     hash, so only the first ``after`` count and the lock is the first one (not doubled 25
@@ -98,6 +99,7 @@ async def test_a_stranger_cannot_lock_the_owner_out(serve: Serve) -> None:
         assert waits[0] <= base_s * 1000 + 1
 
 
+@one_backend
 async def test_no_lock_is_longer_than_15_minutes(serve: Serve) -> None:
     async with serve(login_lockout_after=1, login_lockout_base_s=86_400.0,
                      login_lockout_max_s=86_400.0) as live:
@@ -111,6 +113,7 @@ async def test_no_lock_is_longer_than_15_minutes(serve: Serve) -> None:
         assert 0.9 * LOCKOUT_CEILING_S * 1000 < wait <= LOCKOUT_CEILING_S * 1000 + 1, wait
 
 
+@one_backend
 async def test_locks_double_up_to_the_longest(serve: Serve) -> None:
     """Each lock after the first is twice as long, up to ``login_lockout_max_s``."""
     base_s, max_s = 0.2, 0.3
@@ -154,6 +157,7 @@ def test_lockout_table_counts_after_the_fact_and_caps_and_forgets() -> None:
 
 
 # -- the hash queue ------------------------------------------------------------------------------
+@one_backend
 async def test_a_full_hash_queue_refuses_at_once_and_a_later_login_gets_in(serve: Serve
                                                                            ) -> None:
     """Wrong logins for unknown names from many addresses fill a queue of 2 hashes: the
@@ -188,6 +192,7 @@ async def test_a_full_hash_queue_refuses_at_once_and_a_later_login_gets_in(serve
 
 
 # -- per-address limits --------------------------------------------------------------------------
+@one_backend
 async def test_guests_per_address_are_limited(serve: Serve) -> None:
     async with serve(address_guests_per_hour=60, address_guest_burst=3) as live:
         crowded = [await connect_from(live, "127.0.2.1") for _ in range(4)]
@@ -199,6 +204,7 @@ async def test_guests_per_address_are_limited(serve: Serve) -> None:
         assert await live.running.app.store.count_users("guest") == 4
 
 
+@one_backend
 async def test_logins_per_address_are_limited(serve: Serve) -> None:
     async with serve(address_logins_per_minute=6, address_login_burst=3) as live:
         home = await connect_from(live, "127.0.3.1")
@@ -241,6 +247,7 @@ def test_buckets_are_evicted_when_idle() -> None:
     assert len(table) == 0
 
 
+@one_backend
 async def test_the_server_sweeps_idle_buckets(serve: Serve) -> None:
     async with serve(address_guests_per_hour=3600, address_guest_burst=50) as live:
         app = live.running.app
@@ -453,6 +460,7 @@ async def test_a_known_address_may_use_the_reserve_of_a_full_hash_queue() -> Non
         passwords.close()
 
 
+@one_backend
 async def test_the_owner_from_a_known_address_gets_through_a_login_flood(serve: Serve
                                                                          ) -> None:
     """The owner registered from 127.0.0.1; logins for unknown names from 24 addresses

@@ -29,7 +29,7 @@ import protocol as p
 from clients.connection import Connection, ServerError
 from server.storage import sqlite_url
 
-from .conftest import Live, Serve
+from .conftest import Live, Serve, one_backend
 from .support import REPO, TIMEOUT, Clients, Player, start_game
 from .test_http import http_get, metric
 
@@ -57,6 +57,7 @@ async def test_a_connection_that_never_says_hello_is_closed_with_4408(serve: Ser
         assert "hello" in (silent.close_reason or "")
 
 
+@one_backend
 async def test_a_connection_that_never_logs_in_is_closed_unless_it_watches(serve: Serve
                                                                            ) -> None:
     async with serve(hello_timeout_s=0.2, auth_timeout_s=0.5) as live:
@@ -276,6 +277,7 @@ async def test_silent_sockets_beyond_max_handshakes_cut_the_oldest_and_health_an
     assert "cannot accept" not in log.read_text()
 
 
+@one_backend
 async def test_silent_sockets_over_max_handshakes_are_cut_once_a_second_old(
         serve: Serve) -> None:
     """With files to spare, a burst over ``max_handshakes`` is let be (clients reconnecting
@@ -336,6 +338,7 @@ async def _seek_many(player: Player, first: int, count: int) -> None:
         assert isinstance(await asyncio.wait_for(reply, TIMEOUT * 6), p.SeekCreated)
 
 
+@one_backend
 async def test_the_lobby_answers_within_the_protocols_limits_with_10500_open_seeks(
         serve: Serve) -> None:
     seeks, guests = 10_500, 14  # at most 1000 seeks each (welcome.limits.max_open_seeks)
@@ -409,6 +412,7 @@ async def test_pending_challenges_are_capped_per_challenger_and_per_target(serve
         await d.call(p.Challenge, **challenge_fields(t1.name))
 
 
+@one_backend
 async def test_declining_challenges_costs_the_decliner_nothing(serve: Serve) -> None:
     """A target declines more challenges than its request budget holds: every decline is
     answered, and its budget is whole for what it does next; a decline of a challenge it

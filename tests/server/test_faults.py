@@ -37,7 +37,7 @@ from clients.connection import Disconnected
 from server.storage import make_engine
 from tests.protocol.mutations import CODES, Mutator
 
-from .conftest import Live, Serve, TestDatabase
+from .conftest import Live, Serve, TestDatabase, one_backend
 from .support import (
     REPO,
     TIMEOUT,
@@ -168,6 +168,7 @@ BATCH = 20  # frames sent before waiting for the server to catch up (a ping's po
 PING_ID = 2**31 - 2  # an id no mutation makes
 
 
+@one_backend
 async def test_fuzzed_frames_on_live_connections_get_only_documented_answers(
         serve: Serve, caplog: pytest.LogCaptureFixture) -> None:
     """Hostile frames from a logged-in connection, in batches, each batch followed by a ping
@@ -291,6 +292,7 @@ async def _send_oversized(url: str, size: int, *, announce_only: bool) -> int | 
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc for memory")
+@one_backend
 async def test_oversized_frames_are_refused_with_1009_in_bounded_memory(
         server_process: Callable[..., ServerProcess],
         open_clients: Callable[[str], Clients]) -> None:
@@ -337,6 +339,7 @@ async def test_oversized_frames_are_refused_with_1009_in_bounded_memory(
 FLOOD_S = 2.0
 
 
+@one_backend
 async def test_a_flood_at_ten_times_the_rate_is_refused_while_another_game_plays(
         server: Live, clients: Clients) -> None:
     rate, burst = server.settings.conn_rate, server.settings.conn_burst
@@ -426,6 +429,7 @@ async def test_one_account_on_many_connections_shares_one_budget(
 
 
 # -- slow readers and silent peers --------------------------------------------------------------
+@one_backend
 async def test_a_client_that_stops_reading_is_cut_off_and_memory_stays_bounded(
         serve: Serve) -> None:
     """A lobby subscriber stops reading while the lobby is busy. Both ends' socket buffers
@@ -501,6 +505,7 @@ async def _events(conn: Any) -> list[Any]:
     return out
 
 
+@one_backend
 async def test_a_silent_peer_is_dropped_by_keepalive(serve: Serve) -> None:
     interval, timeout, close_timeout = 0.3, 0.3, 0.5
     async with serve(ping_interval=interval, ping_timeout=timeout,

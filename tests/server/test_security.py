@@ -23,7 +23,7 @@ import protocol as p
 from clients.connection import Connection, ServerError
 from server.storage import make_engine, token_digest
 
-from .conftest import Live, Serve, TestDatabase
+from .conftest import Live, Serve, TestDatabase, one_backend
 from .support import TIMEOUT, Clients, Game, Player, run_cli, start_game
 
 PASSWORD = "correct horse battery"
@@ -135,6 +135,7 @@ async def test_tokens_and_passwords_are_stored_only_as_hashes(database: TestData
     assert info.value.code == "invalid_credentials"
 
 
+@one_backend
 async def test_wrong_passwords_lock_the_account_for_longer_each_time(serve: Serve) -> None:
     base_s = 1.0
     async with serve(login_lockout_after=3, login_lockout_base_s=base_s) as live:
@@ -170,6 +171,7 @@ async def test_wrong_passwords_lock_the_account_for_longer_each_time(serve: Serv
         assert (await login(PASSWORD))[0] == "authed"
 
 
+@one_backend
 async def test_password_hashing_does_not_stall_the_event_loop(serve: Serve) -> None:
     unlimited = 100_000.0  # the pinger pings as fast as it can (the most welcome can say)
     async with serve(conn_rate=unlimited, conn_burst=unlimited, account_rate=unlimited,

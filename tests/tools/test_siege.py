@@ -38,7 +38,10 @@ def siege(*args: str) -> tuple[int, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def short_run() -> tuple[int, dict[str, dict[str, Any]]]:
-    status, out = siege("--attack", "all", *SHORT)
+    # a move p99 target no run can meet: every attack misses it, so the run also shows a
+    # missed target named and the exit status 1 (no second siege for that); what else is
+    # asserted here does not depend on the timed targets
+    status, out = siege("--attack", "all", "--move-p99-ms", "0", *SHORT)
     return status, {r["attack"]: r for r in out["attacks"]}
 
 
@@ -142,8 +145,10 @@ def test_guest_flood_from_one_and_from_many_addresses(short_run: tuple[int, Any]
     assert a["many_addresses"]["accepted"] + sum(a["many_addresses"]["refused"].values()) > 0
 
 
-def test_a_missed_target_exits_1_and_is_named() -> None:
-    status, r = siege("--attack", "bombs", "--move-p99-ms", "0", *SHORT)
+def test_a_missed_target_exits_1_and_is_named(short_run: tuple[int, Any]) -> None:
+    status, results = short_run
     assert status == 1
-    assert r["failed"] == ["move_p99"]
-    assert r["targets"]["move_p99"]["limit_ms"] == 0
+    assert results["bombs"]["failed"] == ["move_p99"]  # its other targets are untimed
+    for r in results.values():
+        assert "move_p99" in r["failed"]
+        assert r["targets"]["move_p99"]["limit_ms"] == 0

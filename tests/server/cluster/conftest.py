@@ -183,6 +183,13 @@ class Cluster:
         await node.start()
         return node
 
+    async def start_nodes(self, node_ids: tuple[str, ...], *extra: str
+                          ) -> list[ServerProcess]:
+        """Start the nodes ``node_ids`` at once (each waits for its own readiness; the
+        first migrations are serialized by the migrators' lock), in that order."""
+        return list(await asyncio.gather(*(self.start(node_id, *extra)
+                                           for node_id in node_ids)))
+
     def logs(self) -> str:
         return "\n".join(f"--- {node_id}:\n{node.log()[-3000:]}"
                          for node_id, node in self.nodes.items())

@@ -15,7 +15,7 @@ PINGS = 40  # a connection's own burst (--rate 20): only the account's budget re
 
 
 async def test_one_request_budget_for_an_account_on_two_nodes(cluster: Cluster) -> None:
-    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"))
     clients = Clients(a_node.url)
     try:
         first = await clients.guest()

@@ -18,7 +18,7 @@ import protocol as p
 from server.storage import make_engine
 from tests.server.support import Clients, Game, Player, assert_record_replays, start_game
 
-from .conftest import Cluster
+from .conftest import Cluster, eventually
 
 LEASE = ("--lease-ms", "2000")
 LONG_LEASE = ("--lease-ms", "60000")
@@ -41,6 +41,10 @@ async def stored_epoch(db_url: str, game_id: str) -> int:
         await engine.dispose()
 
 
+async def epoch_is(db_url: str, game_id: str, epoch: int) -> bool:
+    return await stored_epoch(db_url, game_id) == epoch
+
+
 def quiet_move(game: Game, rng: random.Random) -> str:
     """A random legal move that does not end the game."""
     for _ in range(200):
@@ -53,8 +57,7 @@ def quiet_move(game: Game, rng: random.Random) -> str:
 async def test_a_killed_nodes_game_carries_on_on_another_node(cluster: Cluster) -> None:
     """Taken over as soon as the others see the process gone (its channel in Redis
     emptied, a beat missed), its lease broken: not a minute later, when it would run out."""
-    a_node, b_node, c_node = [await cluster.start(name, *LONG_LEASE)
-                              for name in ("a", "b", "c")]
+    a_node, b_node, c_node = await cluster.start_nodes(("a", "b", "c"), *LONG_LEASE)
     clients = Clients(a_node.url)
     try:
         alice, bob = await clients.guest(), await clients.guest()
@@ -97,7 +100,7 @@ async def test_a_killed_nodes_game_carries_on_on_another_node(cluster: Cluster) 
 
 
 async def test_a_node_paused_past_its_lease_stores_nothing_late(cluster: Cluster) -> None:
-    a_node, b_node = [await cluster.start(name, *LEASE) for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"), *LEASE)
     clients = Clients(a_node.url)
     try:
         alice, bob = await clients.guest(), await clients.guest()
@@ -114,8 +117,8 @@ async def test_a_node_paused_past_its_lease_stores_nothing_late(cluster: Cluster
         move = quiet_move(game, rng)
         late = asyncio.ensure_future(alice.conn.call(p.Move, game_id=game.game_id,
                                                      ply=game.ply, move=move))
-        await asyncio.sleep(5)  # the lease (2 s) runs out; b's sweep takes the game over
-        assert await stored_epoch(cluster.db_url, game.game_id) == 1
+        # the lease (2 s) runs out; b's sweep takes the game over
+        await eventually(lambda: epoch_is(cluster.db_url, game.game_id, 1), 15, every_s=0.2)
         a_node.proc.send_signal(signal.SIGCONT)
         try:
             first = await asyncio.wait_for(late, 15)
@@ -142,7 +145,7 @@ async def test_a_node_paused_past_its_lease_stores_nothing_late(cluster: Cluster
 async def test_a_stopped_node_hands_its_games_over(cluster: Cluster) -> None:
     """SIGTERM: the node writes what it holds, releases its leases and exits; the game
     goes on on the other node, its player there resuming after reconnecting."""
-    a_node, b_node = [await cluster.start(name, *LEASE) for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"), *LEASE)
     clients = Clients(a_node.url)
     try:
         alice, bob = await clients.guest(), await clients.guest()

@@ -3,6 +3,8 @@ processes): a node knows its own connections, and every node's from the presence
 
 from __future__ import annotations
 
+import asyncio
+
 from server.storage import Store, make_engine
 from tests.server.support import Clients
 
@@ -10,8 +12,9 @@ from .conftest import Cluster, eventually
 
 
 async def test_a_guest_connected_to_another_node_is_not_swept(cluster: Cluster) -> None:
-    sweeper = await cluster.start("a", "--guest-ttl", "0.3", "--guest-sweep-every", "0.2")
-    other = await cluster.start("b")
+    sweeper, other = await asyncio.gather(  # at once, each with its own flags
+        cluster.start("a", "--guest-ttl", "0.3", "--guest-sweep-every", "0.2"),
+        cluster.start("b"))
     clients = Clients(other.url)
     engine = make_engine(cluster.db_url)
     store = Store(engine)

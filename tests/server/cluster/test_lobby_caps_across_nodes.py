@@ -13,8 +13,7 @@ CLOCK = p.Fischer(base_ms=600_000, increment_ms=0)
 
 async def test_a_user_at_the_cap_on_one_node_cannot_start_a_game_on_another(
         cluster: Cluster) -> None:
-    a_node, b_node = [await cluster.start(name, "--max-games-per-user", "1")
-                      for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"), "--max-games-per-user", "1")
     clients = Clients(a_node.url)
     try:
         alice, bob = await clients.guest(), await clients.guest(b_node.url)

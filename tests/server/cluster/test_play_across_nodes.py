@@ -39,7 +39,7 @@ async def on_node(clients: Clients, player: Player, url: str) -> Player:
 
 async def test_players_and_a_spectator_on_three_nodes_play_a_game_to_its_end(
         cluster: Cluster) -> None:
-    a_node, b_node, c_node = [await cluster.start(name) for name in ("a", "b", "c")]
+    a_node, b_node, c_node = await cluster.start_nodes(("a", "b", "c"))
     clients = Clients(a_node.url)
     try:
         alice, bob = await clients.guest(), await clients.guest()
@@ -88,7 +88,7 @@ async def test_players_and_a_spectator_on_three_nodes_play_a_game_to_its_end(
 
 
 async def test_chat_resign_and_errors_cross_nodes(cluster: Cluster) -> None:
-    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"))
     clients = Clients(a_node.url)
     try:
         alice, bob = await clients.guest(), await clients.guest()
@@ -126,7 +126,7 @@ async def _first_moves(game: Game) -> None:
 
 
 async def test_a_seek_made_on_one_node_is_taken_from_another(cluster: Cluster) -> None:
-    a_node, b_node, c_node = [await cluster.start(name) for name in ("a", "b", "c")]
+    a_node, b_node, c_node = await cluster.start_nodes(("a", "b", "c"))
     clients = Clients(a_node.url)
     try:
         watcher = await clients.guest(c_node.url)
@@ -161,7 +161,7 @@ async def test_a_seek_made_on_one_node_is_taken_from_another(cluster: Cluster) -
 
 async def test_seeks_on_two_nodes_pair_and_a_challenge_crosses_nodes(
         cluster: Cluster) -> None:
-    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"))
     clients = Clients(a_node.url)
     try:
         alice = await clients.guest()

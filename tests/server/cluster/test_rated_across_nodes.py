@@ -43,7 +43,7 @@ async def play_out(game: Game, rng: random.Random) -> p.GameOver:
 
 
 async def test_a_rated_game_between_nodes_rates_both_players(cluster: Cluster) -> None:
-    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"))
     clients = Clients(a_node.url)
     try:
         alice = await clients.register("alice", "correct horse")
@@ -141,7 +141,7 @@ async def test_a_rated_game_between_nodes_rates_both_players(cluster: Cluster) -
 
 async def test_a_rematch_crosses_nodes_and_lapses_when_a_player_leaves(
         cluster: Cluster) -> None:
-    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"))
     clients = Clients(a_node.url)
     try:
         alice = await clients.register("alice", "correct horse")
@@ -201,7 +201,7 @@ async def test_a_rematch_crosses_nodes_and_lapses_when_a_player_leaves(
 
 
 async def test_the_ladder_pairs_bots_on_different_nodes(cluster: Cluster) -> None:
-    nodes = [await cluster.start(name, "--ladder-round", "0.3") for name in ("a", "b")]
+    nodes = await cluster.start_nodes(("a", "b"), "--ladder-round", "0.3")
     names = ("lc-ann", "lc-bea", "lc-cid", "lc-dot")  # two on each node
     runners = []
     for index, name in enumerate(names):
@@ -245,7 +245,7 @@ async def test_the_ladder_pairs_bots_on_different_nodes(cluster: Cluster) -> Non
 
 async def test_both_players_offering_a_rematch_at_once_start_one_game(
         cluster: Cluster) -> None:
-    a_node, b_node = [await cluster.start(name) for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"))
     clients = Clients(a_node.url)
     try:
         alice = await clients.register("alice", "correct horse")

@@ -55,7 +55,7 @@ async def play(game: Game, rng: random.Random, played: list[str]) -> None:
 
 async def two_node_game(cluster: Cluster, clients: Clients) -> Game:
     """A game owned by node a, alice on a and bob on b."""
-    a_node, b_node = [await cluster.start(name, *LEASE) for name in ("a", "b")]
+    a_node, b_node = await cluster.start_nodes(("a", "b"), *LEASE)
     clients.url = a_node.url
     alice, bob = await clients.guest(), await clients.guest()
     game = await start_game(alice, bob, "hadron")

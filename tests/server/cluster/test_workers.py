@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -36,16 +37,18 @@ def serve(*flags: str) -> subprocess.CompletedProcess[str]:
 
 def test_workers_without_a_cluster_and_postgresql_are_refused(tmp_path: Path) -> None:
     sqlite = f"sqlite+aiosqlite:///{tmp_path}/t.db"
-    done = serve("--workers", "3", "--db", sqlite)
-    assert done.returncode == 2
-    assert "--workers 3 runs 3 node processes" in done.stderr
-    assert "--cluster redis://HOST:PORT/DB and a PostgreSQL --db" in done.stderr
-    done = serve("--workers", "2", "--cluster", "redis://127.0.0.1:6379/0", "--db", sqlite)
-    assert done.returncode == 2 and "needs a PostgreSQL --db" in done.stderr
-    done = serve("--cluster", "redis://127.0.0.1:6379/0", "--db", sqlite)
-    assert done.returncode == 2 and "--cluster needs a PostgreSQL --db" in done.stderr
-    done = serve("--cluster", "http://x", "--db", "postgresql://u@127.0.0.1/db")
-    assert done.returncode == 2 and "is not a Redis URL" in done.stderr
+    with ThreadPoolExecutor(4) as pool:  # four processes at once, not one after the other
+        three, two, cluster, not_redis = pool.map(lambda flags: serve(*flags), [
+            ("--workers", "3", "--db", sqlite),
+            ("--workers", "2", "--cluster", "redis://127.0.0.1:6379/0", "--db", sqlite),
+            ("--cluster", "redis://127.0.0.1:6379/0", "--db", sqlite),
+            ("--cluster", "http://x", "--db", "postgresql://u@127.0.0.1/db")])
+    assert three.returncode == 2
+    assert "--workers 3 runs 3 node processes" in three.stderr
+    assert "--cluster redis://HOST:PORT/DB and a PostgreSQL --db" in three.stderr
+    assert two.returncode == 2 and "needs a PostgreSQL --db" in two.stderr
+    assert cluster.returncode == 2 and "--cluster needs a PostgreSQL --db" in cluster.stderr
+    assert not_redis.returncode == 2 and "is not a Redis URL" in not_redis.stderr
     assert not (tmp_path / "t.db").exists()  # refused before anything was opened
 
 

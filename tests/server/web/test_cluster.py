@@ -14,6 +14,7 @@ import random
 import threading
 import uuid
 from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,13 +62,19 @@ def nodes(chromium: str, tmp_path: Path) -> Iterator[tuple[WebServer, WebServer]
     schema = _pg_schema(pg)
     db_url = on_loop(schema.__aenter__())
     started: list[WebServer] = []
+
+    def start(node: str) -> None:
+        directory = tmp_path / node
+        directory.mkdir()
+        started.append(start_web_server(
+            directory, "--db", db_url, "--cluster", redis_url, "--cluster-name", name,
+            "--node-id", node, "--grace", "2"))
+
     try:
-        for node in ("web-a", "web-b"):
-            directory = tmp_path / node
-            directory.mkdir()
-            started.append(start_web_server(
-                directory, "--db", db_url, "--cluster", redis_url, "--cluster-name", name,
-                "--node-id", node, "--grace", "2"))
+        with ThreadPoolExecutor(2) as pool:  # both at once: each waits for its own start
+            for done in [pool.submit(start, node) for node in ("web-a", "web-b")]:
+                done.result()
+        started.sort(key=lambda server: server.log.parent.name)  # web-a, web-b
         yield started[0], started[1]
     finally:
         for server in started:
