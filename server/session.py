@@ -116,14 +116,23 @@ class Session:
         log.info("closing connection", extra={"peer": self.peer, "code": code, "why": reason})
         self._closer = self.app.tasks.spawn(self.ws.close(code, reason), name="tessera-close")
 
+    def close_at_once(self, code: int, reason: str) -> None:
+        """Close for a missed deadline: the close frame, then the TCP connection ended
+        without waiting for the peer's answer (``wsio.close_at_once``)."""
+        if self.closing:
+            return
+        self.closing = True
+        log.info("closing connection", extra={"peer": self.peer, "code": code, "why": reason})
+        wsio.close_at_once(self.ws, code, reason)
+
     # -- deadlines ------------------------------------------------------------------------------
     def _hello_deadline(self) -> None:
         """No ``hello`` by the hello deadline: closed; else the authentication deadline runs
         (from when the connection opened)."""
         settings = self.app.settings
         if self.proto.phase is p.Phase.CONNECTED:
-            self.close(p.CLOSE_TOO_SLOW_TO_START,
-                       f"no hello within {settings.hello_timeout_s:g} s")
+            self.close_at_once(p.CLOSE_TOO_SLOW_TO_START,
+                               f"no hello within {settings.hello_timeout_s:g} s")
             return
         self.arm_auth_deadline(max(0.0, settings.auth_timeout_s - settings.hello_timeout_s))
 
@@ -144,8 +153,8 @@ class Session:
         if self.rooms or self in self.app.lobby.subscribers:
             self.arm_auth_deadline()  # a spectator: looked at again later
             return
-        self.close(p.CLOSE_TOO_SLOW_TO_START,
-                   f"not logged in within {self.app.settings.auth_timeout_s:g} s")
+        self.close_at_once(p.CLOSE_TOO_SLOW_TO_START,
+                           f"not logged in within {self.app.settings.auth_timeout_s:g} s")
 
     def _cancel_deadline(self) -> None:
         if self._deadline is not None:
