@@ -31,16 +31,15 @@ from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
 from .games import Games
 from .guests import GuestMaker, sweep_guests_forever
-from .handlers.lobby import start_between
 from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
 from .ladder import Ladder
-from .lobby import Lobby, Member, Offer
+from .lobby import Lobby, Member, Members, Offer
+from .local import LocalTopology
 from .logs import AcceptFailureLog
 from .metrics import Metrics, measure_loop_lag
-from .ratelimit import AccountLimits, MemoryTokenBuckets
-from .rematch import Rematches, RematchOffers
+from .rematch import Rematches
 from .revocation import enforce_revocations
 from .rooms import GameRoom
 from .session import Session
@@ -49,7 +48,7 @@ from .tasks import Tasks
 from .wsio import Outbox
 
 if TYPE_CHECKING:
-    from .cluster.node import ClusterNode
+    from .seam import Topology
 
 log = logging.getLogger(__name__)
 
@@ -58,46 +57,55 @@ CHURN_MIN_DROP = 200  # connections closed a second: a fall by this much hands m
 
 
 class App:
-    """What every connection handler needs, made once per server and closed with it."""
+    """What every connection handler needs, made once per server and closed with it.
 
-    def __init__(self, settings: Settings, storage: Storage, metrics: Metrics) -> None:
+    What differs between a lone server and a node of a cluster comes from ``topology``
+    (:mod:`server.seam`), taken once here; the app is never rewired after it is built."""
+
+    def __init__(self, settings: Settings, storage: Storage, metrics: Metrics,
+                 topology: Topology) -> None:
         self.settings = settings
         self.store = storage.store
         self.metrics = metrics
+        self.topology = topology
         self.tasks = Tasks()
         self.passwords = Passwords(max_queued=settings.hash_queue or None)
         self.guests = GuestMaker(self.store)
         self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
-        self.lobby = Lobby(settings)
+        self.placement = topology.placement
+        self.members = Members(settings.rating_period_s)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
-                           on_rated=self._rated)
+                           self.placement, on_rated=self._rated)
+        self.lobby = Lobby(settings, self.members, topology, self.games, self.store)
         self.history = History(self.games, self.store)
-        rematches = Rematches(self.games, self.lobby, self._start)
-        self.lobby.on_left.append(rematches.member_left)
-        self.rematches: RematchOffers = rematches  # a cluster node's are its own
-        self.ladder = Ladder(self.lobby, lambda user_id: bool(self.games.active_of(user_id)),
-                             self._start)
+        self.rematches = Rematches(self.games, self.lobby, topology.rematches)
+        self.ladder = Ladder(topology.roster, self._start_ladder_game, self._online_ids,
+                             self.store.ratings.of_users, self.placement.playing_counts,
+                             period_s=settings.rating_period_s)
+        self.lobby.on_offline.append(self.ladder.exit)
         self.files = open_files_limit()
         self.admission = Admission(settings, self.files, metrics.handshakes_cut.inc)
         self.routes = Routes(metrics, settings, self.admission)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
-        # an account's budgets over all its connections
-        # (a cluster node's are shared with the other nodes: cluster.node)
-        self.account_requests: AccountLimits = MemoryTokenBuckets(settings.account_rate,
-                                                                  settings.account_burst)
-        self.account_chat: AccountLimits = MemoryTokenBuckets(settings.chat_rate,
-                                                              settings.chat_burst)
-        self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
+        # an account's budgets over all its connections (on a cluster: over every node)
+        self.account_requests = topology.account_requests
+        self.account_chat = topology.account_chat
+        self.revocations = topology.revocations
         self._handing_back = asyncio.Lock()  # one hand-back at a time
+        topology.bind(self)
 
-    async def _start(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
-        return await start_between(self.games, offer, members)
+    async def _start_ladder_game(self, offer: Offer, bots: tuple[Member, Member]
+                                 ) -> GameRoom:
+        return await self.lobby.start_game(offer, (bots[0].online(), bots[1].online()), {})
+
+    async def _online_ids(self) -> set[int]:
+        return {user.user_id for user in await self.topology.presence.everyone()}
 
     def _rated(self, room: GameRoom, changes: GameRatings) -> None:
         """A rated game ended: its players' new ratings, for the lobby and the ladder."""
         assert room.result is not None
-        self.lobby.rated_game(room.key, changes, room.result.winner, now=datetime.now(UTC))
+        self.members.rated_game(room.key, changes, room.result.winner, now=datetime.now(UTC))
 
     async def serve_connection(self, ws: ServerConnection) -> None:
         """The websocket handler: one :class:`Session` for the connection's life."""
@@ -128,11 +136,11 @@ class App:
     def crowd(self) -> int:
         """What a flood adds and takes away again: open connections, connections waiting
         for their request, lobby members and open seeks (:class:`memory.DropWatch`)."""
-        return self.admission.held() + self.lobby.size()
+        return self.admission.held() + len(self.members) + self.topology.seeks.held()
 
     def crowd_peak(self) -> int:
         """The largest :meth:`crowd` since the last call (at most: the parts' peaks)."""
-        return self.admission.take_peak() + self.lobby.take_peak()
+        return self.admission.take_peak() + self.members.take_peak() + self.topology.seeks.held()
 
     async def hand_back_memory(self, collect: bool = True) -> None:
         """A crowd has gone: sweep, rebuild the tables it grew, collect what cycles it
@@ -146,7 +154,8 @@ class App:
         async with self._handing_back:
             t0 = time.perf_counter()
             swept = self.sweep_idle()
-            self.lobby.compact()
+            self.members.compact()
+            self.topology.compact()
             self.admission.compact()
             self.sessions = set(self.sessions)
             t1 = time.perf_counter()
@@ -172,13 +181,11 @@ class App:
         return {s.user.id for s in self.sessions if s.user is not None}
 
     async def connected_user_ids(self) -> set[int]:
-        """The accounts connected now to this server or, in a cluster, to any node (what
-        the guest sweep spares); raises if a cluster's presence cannot be read."""
+        """The accounts connected now to this server or to any other of its topology (what
+        the guest sweep spares); raises if that cannot be read."""
         here = self.online_user_ids()
-        if self.cluster is None:
-            return here
-        await self.cluster.refresh_nodes()  # a node that started a moment ago counts too
-        return here | {user.user_id for user in await self.cluster.lobby.presence.everyone()}
+        await self.topology.reach.look_again()  # a node that started a moment ago counts
+        return here | {user.user_id for user in await self.topology.presence.everyone()}
 
     async def close(self) -> None:
         """Stop the games' timers and the background work; release the password threads."""
@@ -199,26 +206,23 @@ class Running:
 
 
 @asynccontextmanager
-async def running_server(settings: Settings, cluster: ClusterNode | None = None
+async def running_server(settings: Settings, topology: Topology | None = None
                          ) -> AsyncIterator[Running]:
-    """Open storage (migrating it), restore games, listen; on exit close with 1001.
-
-    A cluster node (``cluster``) restores nothing: it takes games over as they need an
-    owner (``server.cluster.node``)."""
+    """Open storage (migrating it), prepare the topology (a lone server, by default,
+    restores its games in progress), listen; on exit close with 1001."""
+    if topology is None:
+        topology = LocalTopology(settings)
     metrics = Metrics()
     async with open_storage(settings.db_url,
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
                             on_commit=metrics.commit_batch.observe) as storage:
-        app = App(settings, storage, metrics)
+        app = App(settings, storage, metrics, topology)
         loop = asyncio.get_running_loop()
         accept_log = AcceptFailureLog(settings.accept_error_log_s, metrics.accept_failures.inc)
         accept_log.install(loop)
         untime_collections = metrics.time_collections()
         try:
-            if cluster is None:
-                await app.games.restore()
-            else:
-                cluster.attach(app)
+            await topology.prepare()
             async with websockets.serve(
                 app.serve_connection, settings.host, settings.port,
                 process_request=app.routes.respond,
@@ -231,6 +235,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
             ) as ws_server:
                 wsio.accept_in_batches(ws_server, settings.listen_backlog)
                 port = next(iter(ws_server.sockets)).getsockname()[1]
+                await topology.start(f"{settings.host}:{port}")
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,
                                                port)
                 log.info("listening", extra={"host": settings.host, "port": port,
@@ -258,8 +263,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:
-                    if cluster is not None:
-                        await cluster.quiesce()
+                    await topology.quiesce()
                     app.games.close()
                     ws_server.close()  # closes every connection with 1001 (going away)
                     await ws_server.wait_closed()
@@ -271,19 +275,22 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
     log.info("stopped: everything acknowledged is stored")
 
 
-async def run_server(settings: Settings, ready_file: str | None = None) -> None:
-    """Serve until SIGTERM or SIGINT."""
+async def run_server(settings: Settings, topology: Topology | None = None,
+                     ready_file: str | None = None) -> None:
+    """Serve until SIGTERM or SIGINT (as a lone server unless ``topology`` says else)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with running_server(settings) as running:
+    async with running_server(settings, topology) as running:
         collector.tune_gc()
         running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
         if ready_file:
             with open(ready_file, "w") as f:
                 f.write(f"{running.port}\n")
-        print(f"tessera: listening on ws://{settings.host}:{running.port}/ws", flush=True)
+        who = running.app.topology.description
+        print(f"tessera: {who + ' ' if who else ''}listening on "
+              f"ws://{settings.host}:{running.port}/ws", flush=True)
         await stop.wait()
         log.info("shutting down")
 

@@ -9,9 +9,13 @@ import getpass
 import resource
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .config import Settings, default_db_url
 from .logs import setup as setup_logging
+
+if TYPE_CHECKING:
+    from .cluster.config import ClusterSettings
 
 
 def _db_arg(parser: argparse.ArgumentParser) -> None:
@@ -296,6 +300,16 @@ def raise_fd_limit() -> None:
         pass
 
 
+async def serve_node(settings: Settings, cluster: ClusterSettings,
+                     ready_file: str | None) -> None:
+    """``serve --cluster``: the server with a cluster node's topology (``server.seam``)."""
+    from .app import run_server
+    from .cluster.node import cluster_node
+
+    async with cluster_node(settings, cluster) as node:
+        await run_server(settings, node, ready_file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "cluster":
@@ -344,14 +358,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise_fd_limit()
         with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
             if args.cluster:
-                from .cluster.node import run_node
-
-                runner.run(run_node(settings, cluster_config.ClusterSettings(
+                runner.run(serve_node(settings, cluster_config.ClusterSettings(
                     args.cluster, args.cluster_name, args.node_id or
                     cluster_config.default_node_id(), lease_ms=args.lease_ms),
                     args.ready_file))
             else:
-                runner.run(run_server(settings, args.ready_file))
+                runner.run(run_server(settings, ready_file=args.ready_file))
         return 0
     if args.command == "db":
         from .storage import redact_url, upgrade

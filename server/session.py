@@ -150,7 +150,7 @@ class Session:
         self._deadline = None
         if self.proto.phase is p.Phase.AUTHENTICATED:
             return  # a logout arms it again
-        if self.rooms or self in self.app.lobby.subscribers:
+        if self.rooms or self in self.app.members.subscribers:
             self.arm_auth_deadline()  # a spectator: looked at again later
             return
         self.close_at_once(p.CLOSE_TOO_SLOW_TO_START,
@@ -181,7 +181,7 @@ class Session:
             elif self.bad_frames > MAX_BAD_FRAMES:
                 self.close(p.CLOSE_POLICY_VIOLATION, "too many bad frames")
             return
-        wait = 0.0 if self.is_free(request) else await self.spend()
+        wait = 0.0 if await self.is_free(request) else await self.spend()
         if wait:
             self.reply_error(p.ProtocolError(
                 "too many requests; slow down", code=p.ErrorCode.RATE_LIMITED,
@@ -227,11 +227,11 @@ class Session:
             wait = await self.app.account_requests.take(self.user.id)
         return wait
 
-    def is_free(self, request: p.ClientMessage) -> bool:
+    async def is_free(self, request: p.ClientMessage) -> bool:
         """Declining a challenge you were sent costs nothing: how many come is up to the
         challengers (whose budgets they spend), so a flood of them must not take the
-        target's budget for its moves (issue 16). A decline of anything else is charged."""
-        return isinstance(request, p.DeclineChallenge) and self.app.lobby.is_pending_for(
+        target's budget for its moves. A decline of anything else is charged."""
+        return isinstance(request, p.DeclineChallenge) and await self.app.lobby.is_pending_for(
             request.challenge_id, self.member)
 
     def reply_error(self, exc: p.ProtocolError, request_id: int | None = None) -> None:
@@ -243,7 +243,7 @@ class Session:
         """This connection is now logged in as ``user`` (with ``token``; ``ratings``:
         theirs as stored now)."""
         self.user, self.token, self.token_digest = user, token, token_digest(token)
-        self.member = self.app.lobby.join(user.id, user.name, user.kind, self, ratings)
+        self.member = self.app.members.join(user.id, user.name, user.kind, self, ratings)
 
     def me(self) -> Member:
         """The logged-in member (handlers of authenticated requests only)."""
@@ -290,15 +290,14 @@ class Session:
         rooms = list(self.rooms.values())
         user = self.user
         self.rooms.clear()
-        self.app.lobby.subscribers.discard(self)
+        self.app.members.subscribers.discard(self)
         if self.member is not None:
             member, self.member = self.member, None
-            self.app.lobby.leave(member, self)
-            if self.app.cluster is not None and not member.sessions:
+            if self.app.members.leave(member, self):
                 try:
-                    await self.app.cluster.lobby.left(member)
+                    await self.app.lobby.left(member)
                 except Exception as exc:  # Redis away: the node's presence goes with it
-                    log.warning("cluster: leaving the lobby: %s", exc)
+                    log.warning("leaving the lobby: %s", exc)
         for room in rooms:
             seat = room.seat_of(user.id) if user else None
             if seat is not None:

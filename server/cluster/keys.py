@@ -108,6 +108,16 @@ class Keys:
         return f"{self.prefix}seeks:range"
 
     @property
+    def seek_addresses(self) -> str:
+        """Hash: open seek id -> the address of the connection that opened it."""
+        return f"{self.prefix}seeks:address"
+
+    @property
+    def seeks_per_address(self) -> str:
+        """Hash: address -> how many open seeks it has (non-zero counts only)."""
+        return f"{self.prefix}seeks:addresses"
+
+    @property
     def seeks_matching_prefix(self) -> str:
         return f"{self.prefix}seeks:offer:"
 
@@ -140,6 +150,22 @@ class Keys:
     def challenges_of(self, user_id: int) -> str:
         """Set: the pending challenges a user made or received."""
         return f"{self.challenges_of_prefix}{user_id}"
+
+    @property
+    def challenges_out_prefix(self) -> str:
+        return f"{self.prefix}challenges:out:"
+
+    @property
+    def challenges_in_prefix(self) -> str:
+        return f"{self.prefix}challenges:in:"
+
+    def challenges_out(self, user_id: int) -> str:
+        """Set: the pending challenges a user made (a cap counts them)."""
+        return f"{self.challenges_out_prefix}{user_id}"
+
+    def challenges_in(self, user_id: int) -> str:
+        """Set: the pending challenges a user received (a cap counts them)."""
+        return f"{self.challenges_in_prefix}{user_id}"
 
     @property
     def rematches(self) -> str:

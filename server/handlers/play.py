@@ -1,7 +1,7 @@
 """Playing: move, resign, abort, claim_win and chat, for the players of a game.
 
-On a cluster node a game run by another node is played there (``ClusterNode.game_request``:
-the owner's answer, and the events it caused, as if served here)."""
+A game not run by this process is played where it runs (``Placement.forward``: the
+answer of the process that runs it, and the events it caused, as if served here)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 async def on_move(s: Session, m: p.Move) -> None:
     room = s.app.games.live(m.game_id)
-    if room is None and s.app.cluster is not None:
-        reply = await s.app.cluster.game_request(s, m.game_id, "move", ply=m.ply, move=m.move)
+    if room is None:
+        reply = await s.app.placement.forward(s, m.game_id, "move", ply=m.ply, move=m.move)
         if reply is not None:
             s.send_trusted(p.MoveAck, id=m.id, game_id=m.game_id, ply=m.ply, seq=reply["seq"])
             return
@@ -62,12 +62,11 @@ async def on_chat(s: Session, m: p.Chat) -> p.ServerMessage:
 
 
 async def _remotely(s: Session, game_id: str, op: str, **fields: object) -> bool:
-    """On a cluster node, play ``op`` where the game runs if not here; False if it is
-    to be played (or answered, being over) here."""
-    cluster = s.app.cluster
-    if cluster is None or s.app.games.live(game_id) is not None:
+    """Play ``op`` where the game runs if not here; False if it is to be played (or
+    answered, being over) here."""
+    if s.app.games.live(game_id) is not None:
         return False
-    return await cluster.game_request(s, game_id, op, **fields) is not None
+    return await s.app.placement.forward(s, game_id, op, **fields) is not None
 
 
 async def _game(s: Session, game_id: str) -> GameRoom:
