@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import engine
 import protocol as p
@@ -26,19 +26,13 @@ from .wire import epoch_ms, played_moves, result
 if TYPE_CHECKING:
     from .config import Settings
     from .metrics import Metrics
-    from .seam import Placement
+    from .seam import Placement, Seated
     from .storage import CommitQueue, Store
 
 log = logging.getLogger(__name__)
 
 FINISHED_KEPT = 2000  # finished rooms kept in memory to answer resends and late requests
 ID_ATTEMPTS = 3  # a random game id already taken is drawn again, at most this often
-
-
-class Seated(Protocol):
-    """A connection of a player who is seated in a game as it starts."""
-
-    async def joined_game(self, room: GameRoom) -> None: ...
 
 
 class Games:

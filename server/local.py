@@ -18,9 +18,7 @@ from .rooms import GameRoom
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .games import Seated
-    from .seam import Host
-    from .session import Session
+    from .seam import Asker, Host, Seated
 
 
 class LocalPlacement:
@@ -43,11 +41,11 @@ class LocalPlacement:
     def finished(self, room: GameRoom) -> None:
         """Nothing to let go of."""
 
-    async def forward(self, s: Session, game_id: str, op: str, **fields: Any
+    async def forward(self, s: Asker, game_id: str, op: str, **fields: Any
                       ) -> dict[str, Any] | None:
         return None  # a game not running here is over, or unknown: answered here
 
-    async def follow(self, s: Session, game_id: str, request_id: int,
+    async def follow(self, s: Asker, game_id: str, request_id: int,
                      since_seq: int | None, *, as_player: bool) -> bool:
         return False
 

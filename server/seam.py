@@ -27,16 +27,38 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import protocol as p
+
     from .config import Settings
-    from .games import Games, Seated
+    from .games import Games
     from .ladder import LadderRoster
     from .lobby import Lobby, Members
     from .metrics import Metrics
     from .offers import ChallengeStore, PresenceStore, RematchStore, SeekStore
     from .ratelimit import AccountLimits
-    from .rooms import GameRoom
+    from .rooms import GameRoom, Watched
     from .session import Session
-    from .storage import Store
+    from .storage import Store, User
+
+
+class Seated(Protocol):
+    """A connection of a player who is seated in a game as it starts."""
+
+    async def joined_game(self, room: GameRoom) -> None: ...
+
+
+class Asker(Protocol):
+    """The connection a forwarded request or a follow comes from (a session)."""
+
+    @property
+    def user(self) -> User | None: ...
+
+    @property
+    def rooms(self) -> dict[str, Watched]: ...
+
+    def send(self, message: p.ServerMessage) -> None: ...
+
+    def send_frame(self, frame: bytes) -> None: ...
 
 
 class Host(Protocol):
@@ -77,13 +99,13 @@ class Placement(Protocol):
     def finished(self, room: GameRoom) -> None:
         """A game run here is over."""
 
-    async def forward(self, s: Session, game_id: str, op: str, **fields: Any
+    async def forward(self, s: Asker, game_id: str, op: str, **fields: Any
                       ) -> dict[str, Any] | None:
         """A player's action (``move``, ``resign``, ``abort``, ``claim_win``, ``chat``) on
         a game not run here: the reply of the process that runs it (``seq``), or None if
         the game is to be answered here (run here now, finished, or unknown)."""
 
-    async def follow(self, s: Session, game_id: str, request_id: int,
+    async def follow(self, s: Asker, game_id: str, request_id: int,
                      since_seq: int | None, *, as_player: bool) -> bool:
         """Watch or resume a game not run here, replying to the client; False if the game
         is to be answered here."""
@@ -183,4 +205,4 @@ class Topology(Protocol):
         a dict never shrinks)."""
 
 
-__all__ = ["Host", "Placement", "Reach", "Revocations", "Topology"]
+__all__ = ["Asker", "Host", "Placement", "Reach", "Revocations", "Seated", "Topology"]

@@ -76,9 +76,7 @@ from .presence import RedisPresence
 from .remote import SNAPSHOT, RemoteGame
 
 if TYPE_CHECKING:
-    from server.games import Seated
-    from server.seam import Host
-    from server.session import Session
+    from server.seam import Asker, Host, Seated
 
 log = logging.getLogger(__name__)
 
@@ -688,7 +686,7 @@ class ClusterNode:
         stored = await self.host.store.get_game(game_id)
         return stored is not None and stored.info.status == "playing"
 
-    async def forward(self, s: Session, game_id: str, op: str, **fields: Any
+    async def forward(self, s: Asker, game_id: str, op: str, **fields: Any
                       ) -> dict[str, Any] | None:
         """A player's action on a game owned elsewhere: the owner's reply (its ``seq``),
         the events it caused relayed first; None if the game is to be found here."""
@@ -705,7 +703,7 @@ class ClusterNode:
             remote.deliver_all(events, over=reply.get("over", False))
         return reply
 
-    async def follow(self, s: Session, game_id: str, request_id: int,
+    async def follow(self, s: Asker, game_id: str, request_id: int,
                      since_seq: int | None, *, as_player: bool) -> bool:
         """Watch or resume a game owned elsewhere, replying to the client; False if the
         game is to be found here (run here now, or over)."""
