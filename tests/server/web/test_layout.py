@@ -74,6 +74,11 @@ def test_a_phone_has_fingertip_cells_opens_at_the_top_and_keeps_its_buttons_in_v
     assert phone.evaluate("scrollY") == 0
     assert smallest_cell(phone) >= FINGERTIP
     assert phone.evaluate("document.documentElement.scrollWidth") <= 360  # no sideways page
+    if phone.is_visible(".game-head button.zoom"):  # a board larger than the screen
+        phone.tap(".game-head button.zoom")  # the whole board at once
+        assert box(phone, ".board")["width"] <= 360 and smallest_cell(phone) < FINGERTIP
+        phone.tap(".game-head button.zoom")
+        assert smallest_cell(phone) >= FINGERTIP
     # a few moves, then the game opened afresh (a reload, a link): it opens at its top
     for _ in range(3):
         table.play(first_legal_move(table))

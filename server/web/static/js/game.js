@@ -275,6 +275,20 @@ export class GameView {
     this._fit();
   }
 
+  /** On a zoomed board, bring the last move into view if it is out of it. */
+  _revealLast() {
+    if (!this.boardColumn.classList.contains("zoomed")) return;
+    const position = this.positions.get(this.shownPly);
+    const last = position && position.last_move_cells && position.last_move_cells[0];
+    const cell = last ? this.board.cells.get(last) : null;
+    if (!cell) return;
+    const r = cell.getBoundingClientRect();
+    const outer = this.boardBox.getBoundingClientRect();
+    if (r.left < outer.left || r.right > outer.right || r.top < outer.top || r.bottom > outer.bottom) {
+      this._centreBoard();
+    }
+  }
+
   /** Scroll a zoomed board to the last move (to its middle before any). */
   _centreBoard() {
     const box = this.boardBox;
@@ -496,6 +510,7 @@ export class GameView {
     this._renderFacts(position.summary);
     this._renderMarks();
     this._renderClocksAt(position.ply);
+    this._revealLast();
   }
 
   /** The clocks as they stood at `ply`: from the moves' recorded clocks, for a past position
