@@ -60,8 +60,8 @@ def contrast(page: Page, cell: str, kind: str) -> float:
     return float(page.evaluate(CONTRAST_JS, [cell, kind]))
 
 
-def test_your_games_say_who_what_which_clock_and_whose_move(tabs: Tabs,
-                                                           web_server: WebServer) -> None:
+def test_your_games_say_who_what_which_clock_and_whose_move(
+        tabs: Tabs, web_server: WebServer, shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "hadron", {"size": 5}, "fischer", minutes=5, increment=3)
     table.play("c3")
@@ -79,6 +79,7 @@ def test_your_games_say_who_what_which_clock_and_whose_move(tabs: Tabs,
     table.state = table.state.play("a1")
     click.click('.board .cell[data-cell="a1"]')
     lobby.wait_for_selector(f'.my-games li[data-game="{game_id}"] .turn:text-is("Your move")')
+    shoot(lobby, "your-games", part=".lobby-side .card")
     lobby.click(f'.my-games li[data-game="{game_id}"] a')
     wait_ply(lobby, 2)
 
@@ -97,7 +98,7 @@ def test_legal_dots_and_the_ring_of_a_black_stone_that_can_jump_stand_out(
     jumper = sorted(str(m) for m in table.state.legal_moves() if "-" in str(m))[0].split("-")[0]
     black.wait_for_selector(f'.board .cell.movable[data-cell="{jumper}"][data-state="0"]')
     assert contrast(black, jumper, "stroke") >= MARK_CONTRAST  # the ring of a black stone
-    shoot(black, "marks")
+    shoot(black, "marks", part=".board-box")
 
 
 SOUNDS_JS = """() => {
@@ -146,7 +147,7 @@ def test_moves_and_the_end_are_heard_unless_switched_off_and_the_switch_is_kept(
 
 
 def test_a_replay_shows_the_clocks_as_they_stood_and_the_time_each_move_took(
-        tabs: Tabs, web_server: WebServer) -> None:
+        tabs: Tabs, web_server: WebServer, shoot: Callable[..., Path]) -> None:
     a, b = tabs.open(), tabs.open()
     table = start_by_seek(a, b, "hadron", {"size": 5}, "fischer", minutes=5, increment=3)
     for move in ("c3", "a1", "e5", "b2", "d4"):
@@ -174,6 +175,8 @@ def test_a_replay_shows_the_clocks_as_they_stood_and_the_time_each_move_took(
         shown = viewer.eval_on_selector_all(".clock", "els => els.map(e => [+e.dataset.seat, "
                                                       "+e.dataset.ms])")
         assert sorted(shown) == [[0, left[0]], [1, left[1]]], ply
+        if ply == 3:
+            shoot(viewer, "replay")
 
 
 def test_a_profile_says_won_and_lost_and_has_no_drawn_column(tabs: Tabs,
