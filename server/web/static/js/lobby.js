@@ -53,7 +53,6 @@ export class LobbyView {
     this.morePlayers = lobby.more_players || 0;
     this.renderSeeks();
     this.renderPlayers();
-    this.renderMine();
   }
 
   onEvent(msg) {
