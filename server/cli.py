@@ -13,6 +13,7 @@ from dataclasses import MISSING
 from typing import Any
 
 from . import config
+from .cluster.config import ClusterSettings
 from .config import Settings, default_db_url
 from .logs import setup as setup_logging
 
@@ -80,10 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="debug, info (default), warning or error")
     serve.add_argument("--cluster", metavar="URL", help="run as a node of the cluster on this "
                        "Redis (redis://HOST:PORT/DB), with a PostgreSQL --db")
-    serve.add_argument("--cluster-name", default="default",
+    cluster_fields = ClusterSettings.__dataclass_fields__  # the cluster's own defaults
+    serve.add_argument("--cluster-name", default=cluster_fields["name"].default,
                        help="the cluster's name in Redis (default: %(default)s)")
     serve.add_argument("--node-id", help="this node's name in the cluster (default HOST-PID)")
-    serve.add_argument("--lease-ms", type=int, default=5000,
+    serve.add_argument("--lease-ms", type=int, default=cluster_fields["lease_ms"].default,
                        help="how long a node owns its games without confirming it: after a "
                        "node dies its games are taken over within about this (default: "
                        "%(default)s)")

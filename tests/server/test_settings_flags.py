@@ -137,3 +137,14 @@ def test_a_burst_left_out_is_twice_the_rate() -> None:
     assert Settings(db_url=URL).conn_burst == 40.0
     assert Settings(db_url=URL, conn_rate=7).conn_burst == 14.0
     assert Settings(db_url=URL, conn_rate=7, conn_burst=3).conn_burst == 3.0
+
+
+def test_the_cluster_flags_defaults_are_the_cluster_settings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from server.cluster.config import ClusterSettings
+
+    fields = ClusterSettings.__dataclass_fields__
+    monkeypatch.setattr(fields["lease_ms"], "default", 1234)
+    monkeypatch.setattr(fields["name"], "default", "elsewhere")
+    args = serve_parser().parse_args([])
+    assert (args.lease_ms, args.cluster_name) == (1234, "elsewhere")
