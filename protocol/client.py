@@ -27,6 +27,8 @@ from protocol.messages import (
     Reply,
 )
 
+__all__ = ["GameSeqs", "PendingRequests"]
+
 
 class PendingRequests:
     """Allocates request ids and remembers the requests still waiting for a reply."""

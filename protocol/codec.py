@@ -43,6 +43,14 @@ from protocol.messages import (
 )
 from protocol.values import GameId, RequestId
 
+__all__ = [
+    "decode_client",
+    "decode_server",
+    "encode",
+    "encode_trusted",
+    "load_value",
+]
+
 _REQUEST_ID = compile_type(RequestId)
 _GAME_ID = compile_type(GameId)
 

@@ -29,6 +29,22 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
+__all__ = [
+    "CLOSE_GOING_AWAY",
+    "CLOSE_INTERNAL_ERROR",
+    "CLOSE_NORMAL",
+    "CLOSE_POLICY_VIOLATION",
+    "CLOSE_TOO_BIG",
+    "CLOSE_TOO_SLOW_TO_START",
+    "BadRequest",
+    "ErrorCode",
+    "FrameTooLarge",
+    "InvalidMessage",
+    "MalformedFrame",
+    "ProtocolError",
+    "UnsupportedVersion",
+]
+
 if TYPE_CHECKING:
     from protocol.messages import ErrorReply
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from protocol.errors import ErrorCode, InvalidMessage, ProtocolError
 
+__all__ = ["describe_games"]
+
 
 def describe_games() -> list[dict[str, Any]]:
     """``describe()`` of every game in the engine registry, for ``welcome.games``."""

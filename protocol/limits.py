@@ -6,6 +6,14 @@ server may be stricter in policy (rate limits, open seeks), never looser on the 
 
 from __future__ import annotations
 
+__all__ = [
+    "MAX_CLIENT_FRAME_BYTES",
+    "MAX_LISTED_MOVES",
+    "MAX_SERVER_FRAME_BYTES",
+    "PROTOCOL_VERSION",
+    "SUPPORTED_VERSIONS",
+]
+
 PROTOCOL_VERSION = 1
 """The version this package speaks; a client names it in ``hello``."""
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import enum
 
+__all__ = ["Phase"]
+
 
 class Phase(enum.StrEnum):
     CONNECTED = "connected"

@@ -31,6 +31,15 @@ from protocol.messages import (
 )
 from protocol.phases import Phase
 
+__all__ = [
+    "ACCEPTED_IN",
+    "TRANSITIONS",
+    "ServerSession",
+    "check_phase",
+    "event_frame",
+    "trusted_event_frame",
+]
+
 ACCEPTED_IN: dict[type[Message], frozenset[Phase]] = {
     cls: cls.PHASES for cls in CLIENT_MESSAGES.values()}
 """The phases in which each request is accepted (its ``PHASES``)."""

@@ -35,6 +35,20 @@ from protocol._schema import Ints, Struct, compile_type
 from protocol.errors import InvalidMessage
 from protocol.limits import MAX_CLOCK_MS, MAX_DAYS_PER_MOVE, MAX_INCREMENT_MS, MIN_CLOCK_MS
 
+__all__ = [
+    "Correspondence",
+    "Fischer",
+    "PerMove",
+    "TimeControl",
+    "TimeControlSyntaxError",
+    "Unlimited",
+    "format_duration_ms",
+    "format_time_control",
+    "parse_duration_ms",
+    "parse_time_control",
+    "time_control_from_map",
+]
+
 DAY_MS = 86_400_000
 
 

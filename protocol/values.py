@@ -25,6 +25,22 @@ from protocol.limits import (
 )
 from protocol.timecontrol import TimeControl
 
+__all__ = [
+    "Limits",
+    "OpenSeek",
+    "PlayedMove",
+    "PoolRating",
+    "RatingPoint",
+    "RatingUpdate",
+    "RatingUpdates",
+    "Record",
+    "Result",
+    "Snapshot",
+    "Standing",
+    "Summary",
+    "User",
+]
+
 # Scalars ------------------------------------------------------------------------------------
 
 RequestId = Annotated[int, Ints(0, MAX_INT32)]

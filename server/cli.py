@@ -9,34 +9,57 @@ import getpass
 import resource
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import MISSING
+from typing import Any
 
+from . import config
+from .cluster.config import ClusterSettings
 from .config import Settings, default_db_url
 from .logs import setup as setup_logging
 
-if TYPE_CHECKING:
-    from .cluster.config import ClusterSettings
+GROUPS = {
+    "connections": ("connections", "Request budgets, buffers and timers of each connection."),
+    "accounts": ("accounts under siege", "Per client address (an IPv6 address counts by its "
+                 "/64; behind a reverse proxy every client has the proxy's address, so raise "
+                 "these there); 0 switches a limit off. Refusals are rate_limited with "
+                 "retry_after_ms."),
+    "limits": ("limits", "what strangers can make the server hold (docs/RELIABILITY.md); a "
+               "refused websocket upgrade gets HTTP 429 (its address is at its cap) or 503 "
+               "(the server is), a connection too slow to start is closed with 4408, a seek "
+               "or challenge over a cap gets the error 'conflict'"),
+}
 
 
-def _db_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default=None,
-                        help="SQLAlchemy URL (default: $TESSERA_DB or sqlite in ./data)")
+def add_setting(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str,
+                help: str | None = None) -> None:
+    """The flag of the :class:`Settings` field ``name``, parsed into the field's value
+    (``dest`` is the field's name); ``help`` replaces the field's."""
+    f = Settings.__dataclass_fields__[name]
+    flag = config.flag_of(name)
+    default = None if f.default is MISSING else f.default  # a factory runs in Settings
+    text = help or flag.help
+    if "%(default)s" in text:  # shown as the flag takes it (--grace in seconds)
+        text = text.replace("%(default)s", flag.show(default))
+    options: dict[str, Any] = {"dest": name, "default": default,
+                               "help": argparse.SUPPRESS if flag.hidden else text}
+    if flag.kind == "switch":
+        options["action"] = "store_true"
+    else:
+        options["type"] = flag.parse or (str if default is None else type(default))
+        options["metavar"] = flag.metavar or (
+            None if flag.choices else flag.name.lstrip("-").upper().replace("-", "_"))
+        options["choices"] = flag.choices
+        if flag.kind == "repeat":
+            options["action"] = "append"
+    parser.add_argument(flag.name, **options)
 
 
-MIN_RATE, MAX_RATE = 1.0, 50_000.0  # welcome announces rate and burst (twice it) as ints
-
-
-def connection_rate(text: str) -> float:
-    """``--rate``: a number the welcome can announce (its ``rate_per_s`` and ``burst`` are
-    whole numbers from 1 to 100,000, and a rate below one a second would round to 0)."""
-    try:
-        rate = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not MIN_RATE <= rate <= MAX_RATE:
-        raise argparse.ArgumentTypeError(
-            f"{text} is outside {MIN_RATE:g} to {MAX_RATE:g} requests a second")
-    return rate
+def add_settings(serve: argparse.ArgumentParser) -> None:
+    """Every :class:`Settings` field's flag, in its group (``GROUPS``)."""
+    groups = {key: serve.add_argument_group(title, description)
+              for key, (title, description) in GROUPS.items()}
+    for f, flag in config.flags():
+        add_setting(serve if flag.group == "serve" else groups[flag.group], f.name)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,63 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the game server: websockets on ws://HOST:PORT/ws, GET /healthz and "
                     "/metrics on the same port, JSON logs on stderr. Migrations are applied "
                     "on start; SIGTERM stops it after everything acknowledged is stored.")
-    serve.add_argument("--host", default="127.0.0.1",
-                       help="address to listen on (default: %(default)s; 0.0.0.0: every "
-                            "interface)")
-    serve.add_argument("--port", type=int, default=8765,
-                       help="port to listen on (default: %(default)s; 0 picks a free port)")
-    _db_arg(serve)
-    serve.add_argument("--sqlite-synchronous", choices=["FULL", "NORMAL"], default="FULL",
-                       help="SQLite's synchronous setting: FULL (default), an acknowledged "
-                            "move survives a power loss; NORMAL, faster, a power loss may "
-                            "lose the last moves (a crash of the process loses nothing)")
-    serve.add_argument("--origin", action="append", default=[],
-                       help="also allow browser pages from this Origin (repeatable; pages "
-                            "the server serves itself need none; clients that send no Origin "
-                            "are always allowed)")
-    serve.add_argument("--house-bots", default="", metavar="BOTS",
-                       help="bundled bots to run as players anyone can challenge, e.g. "
-                            "random,greedy,mcts (default: none)")
-    serve.add_argument("--grace", type=float, default=30.0,
-                       help="seconds before a win can be claimed from an absent opponent "
-                            "(default: %(default)s)")
-    serve.add_argument("--max-frame", type=int, default=16 * 1024,
-                       help="the longest message a client may send, in bytes "
-                            "(default: %(default)s)")
-    serve.add_argument("--rate", type=connection_rate, default=20.0,
-                       help="requests per second per connection, with bursts of twice that, "
-                            f"{MIN_RATE:g} to {MAX_RATE:g} (default: %(default)s)")
-    limits = serve.add_argument_group(
-        "accounts under siege", "Per client address (an IPv6 address counts by its /64; "
-        "behind a reverse proxy every client has the proxy's address, so raise these there); "
-        "0 switches a limit off. Refusals are rate_limited with retry_after_ms.")
-    limits.add_argument("--logins-per-minute", type=float, default=30.0, metavar="N",
-                        help="logins and registrations per address a minute, in bursts of "
-                             "--login-burst (default: %(default)s)")
-    limits.add_argument("--login-burst", type=int, default=30, metavar="N",
-                        help="logins one address may make at once (default: %(default)s)")
-    limits.add_argument("--guests-per-hour", type=float, default=60.0, metavar="N",
-                        help="new guest accounts per address an hour, in bursts of "
-                             "--guest-burst (default: %(default)s)")
-    limits.add_argument("--guest-burst", type=int, default=20, metavar="N",
-                        help="guests one address may make at once (default: %(default)s)")
-    limits.add_argument("--hash-queue", type=int, default=8, metavar="N",
-                        help="password hashes running or waiting; one more login or "
-                             "registration is refused at once; 0: no bound (default: "
-                             "%(default)s, about a second of hashing on 2 cores)")
-    limits.add_argument("--lockout-after", type=int, default=5, metavar="N",
-                        help="wrong passwords from one address before that address is "
-                             "locked out of the account (default: %(default)s)")
-    limits.add_argument("--lockout", type=float, default=30.0, metavar="S",
-                        help="the first lock, in seconds, doubled by each later one "
-                             "(default: %(default)s)")
-    limits.add_argument("--lockout-max", type=float, default=900.0, metavar="S",
-                        help="the longest lock, at most 900 (default: %(default)s)")
-    limits.add_argument("--guest-ttl", type=float, default=86_400.0, metavar="S",
-                        help="delete guests that never played this many seconds after they "
-                             "were last seen; 0: keep them (default: %(default)s, a day)")
-    limits.add_argument("--guest-sweep-every", type=float, default=600.0, metavar="S",
-                        help="how often guests are swept (default: %(default)s)")
+    add_settings(serve)
     serve.add_argument("--ready-file", help="write the listening port to this file once ready "
                        "(for scripts and tests)")
     serve.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], default="auto",
@@ -114,53 +81,45 @@ def build_parser() -> argparse.ArgumentParser:
                        help="debug, info (default), warning or error")
     serve.add_argument("--cluster", metavar="URL", help="run as a node of the cluster on this "
                        "Redis (redis://HOST:PORT/DB), with a PostgreSQL --db")
-    serve.add_argument("--cluster-name", default="default",
+    cluster_fields = ClusterSettings.__dataclass_fields__  # the cluster's own defaults
+    serve.add_argument("--cluster-name", default=cluster_fields["name"].default,
                        help="the cluster's name in Redis (default: %(default)s)")
     serve.add_argument("--node-id", help="this node's name in the cluster (default HOST-PID)")
-    serve.add_argument("--lease-ms", type=int, default=5000,
+    serve.add_argument("--lease-ms", type=int, default=cluster_fields["lease_ms"].default,
                        help="how long a node owns its games without confirming it: after a "
                        "node dies its games are taken over within about this (default: "
                        "%(default)s)")
     serve.add_argument("--workers", type=int, default=1, help="node processes sharing the port "
                        "(SO_REUSEPORT), supervised (default: 1); above 1 needs --cluster and "
                        "PostgreSQL")
-    serve.add_argument("--rating-period", type=float, default=86_400.0, metavar="SECONDS",
-                       help="a rating deviation grows by one Glicko-2 period's worth per this "
-                            "many seconds without rated games (default: %(default)s, a day; "
-                            "give ratings verify the same)")
-    serve.add_argument("--ladder-round", type=float, default=10.0, metavar="SECONDS",
-                       help="the bot ladder pairs its idle bots this often "
-                            "(default: %(default)s)")
-    serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
-    _limit_args(serve)
     serve.set_defaults(serve_parser=serve)
 
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="apply migrations up to the newest")
-    _db_arg(up)
+    add_setting(up, "db_url")
 
     dump = sub.add_parser("dump", help="print stored match records as JSON lines")
     dump.add_argument("game_ids", nargs="*", help="games to print (default with --all: every one)")
     dump.add_argument("--all", action="store_true", help="every finished and live game")
-    _db_arg(dump)
+    add_setting(dump, "db_url")
 
     admin = sub.add_parser("admin", help="accounts and bot tokens")
     admin_sub = admin.add_subparsers(dest="admin_command", required=True)
     cu = admin_sub.add_parser("create-user", help="create a human account")
     cu.add_argument("name")
     cu.add_argument("--password", help="(default: prompt)")
-    _db_arg(cu)
+    add_setting(cu, "db_url")
     cb = admin_sub.add_parser("create-bot", help="create a bot account and print its token")
     cb.add_argument("name")
-    _db_arg(cb)
+    add_setting(cb, "db_url")
     tok = admin_sub.add_parser("new-token", help="print a new bot token for an account")
     tok.add_argument("name")
     tok.add_argument("--label", default="")
-    _db_arg(tok)
+    add_setting(tok, "db_url")
     lt = admin_sub.add_parser("list-tokens", help="list an account's tokens")
     lt.add_argument("name")
-    _db_arg(lt)
+    add_setting(lt, "db_url")
     sg = admin_sub.add_parser(
         "sweep-guests", help="delete guests that never played and were not seen lately",
         description="Delete the guest accounts (with their tokens and the games they "
@@ -170,21 +129,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "--guest-sweep-every; from here, a guest connected now but made earlier "
                     "and idle since is deleted too, so keep --older-than above how long "
                     "connections last.")
-    sg.add_argument("--older-than", type=float, default=86_400.0, metavar="S",
-                    help="(default: %(default)s, a day)")
-    _db_arg(sg)
+    sg.add_argument("--older-than", type=float, metavar="S",
+                    default=Settings.__dataclass_fields__["guest_ttl_s"].default,
+                    help="(default: %(default)s, the server's --guest-ttl)")
+    add_setting(sg, "db_url")
     rt = admin_sub.add_parser("revoke-token", help="revoke a token by id")
     rt.add_argument("token_id", type=int)
-    _db_arg(rt)
+    add_setting(rt, "db_url")
 
     ratings = sub.add_parser("ratings", help="check the stored ratings")
     ratings_sub = ratings.add_subparsers(dest="ratings_command", required=True)
     verify = ratings_sub.add_parser(
         "verify", help="recompute every pool from the stored games in order; exit 1 on a "
                        "difference (docs/RATINGS.md)")
-    verify.add_argument("--rating-period", type=float, default=86_400.0, metavar="SECONDS",
-                        help="the server's --rating-period (default: %(default)s)")
-    _db_arg(verify)
+    add_setting(verify, "rating_period_s",
+                help="the server's --rating-period (default: %(default)s)")
+    add_setting(verify, "db_url")
 
     cluster = sub.add_parser("cluster", help="a cluster of nodes on Redis and PostgreSQL")
     cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)
@@ -193,87 +153,6 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_arguments(cluster_sub.add_parser(
         "status", help="list the nodes, their games and their last heartbeat"))
     return parser
-
-
-def _limit_args(serve: argparse.ArgumentParser) -> None:
-    """What strangers can make the server hold (docs/RELIABILITY.md, "Bounded structures")."""
-    d = Settings.__dataclass_fields__
-    lim = serve.add_argument_group(
-        "limits", "what strangers can make the server hold (docs/RELIABILITY.md); a refused "
-        "websocket upgrade gets HTTP 429 (its address is at its cap) or 503 (the server is), "
-        "a connection too slow to start is closed with 4408, a seek or challenge over a cap "
-        "gets the error 'conflict'")
-    lim.add_argument("--hello-timeout", type=float, default=d["hello_timeout_s"].default,
-                     metavar="S", help="close a connection that has not sent hello within S "
-                     "seconds (default: %(default)s)")
-    lim.add_argument("--auth-timeout", type=float, default=d["auth_timeout_s"].default,
-                     metavar="S", help="close a connection not logged in S seconds after it "
-                     "opened, unless it watches a game or the lobby (default: %(default)s)")
-    lim.add_argument("--max-connections-per-address", type=int, metavar="N",
-                     default=d["max_connections_per_address"].default,
-                     help="open websocket connections from one IP address (default: "
-                          "%(default)s)")
-    lim.add_argument("--max-connections", type=int, metavar="N",
-                     help="open websocket connections in all (default and ceiling: the "
-                          "open-files limit, raised to its hard limit at start, less "
-                          "--fd-reserve and --max-handshakes)")
-    lim.add_argument("--fd-reserve", type=int, default=d["fd_reserve"].default, metavar="N",
-                     help="files kept free of websockets, for the database, logs, /healthz, "
-                          "/metrics and bursts of connections (default: %(default)s; at most "
-                          "a quarter of the open-files limit)")
-    lim.add_argument("--max-handshakes", type=int, default=d["max_handshakes"].default,
-                     metavar="N", help="connections waiting for their HTTP request; "
-                     "beyond, the oldest is cut once silent for a second, or at once when "
-                     "the files run short (default: %(default)s)")
-    lim.add_argument("--accept-log-interval", type=float, metavar="S",
-                     default=d["accept_error_log_s"].default,
-                     help="log connections that could not be accepted (out of files) at most "
-                          "once per S seconds, with their count (default: %(default)s)")
-    lim.add_argument("--max-open-seeks", type=int, default=d["max_open_seeks"].default,
-                     metavar="N", help="open seeks per account (default: %(default)s)")
-    lim.add_argument("--max-seeks-per-address", type=int, metavar="N",
-                     default=d["max_seeks_per_address"].default,
-                     help="open seeks from one IP address (default: %(default)s)")
-    lim.add_argument("--max-seeks", type=int, default=d["max_seeks"].default, metavar="N",
-                     help="open seeks in all (default: %(default)s)")
-    lim.add_argument("--lobby-seeks-shown", type=int, metavar="N",
-                     default=d["lobby_seeks_shown"].default,
-                     help="seeks a lobby reply lists, the oldest; it counts the rest "
-                          "(default: %(default)s)")
-    lim.add_argument("--lobby-players-shown", type=int, metavar="N",
-                     default=d["lobby_players_shown"].default,
-                     help="players a lobby reply lists; it counts the rest (default: "
-                          "%(default)s)")
-    lim.add_argument("--max-challenges-per-target", type=int, metavar="N",
-                     default=d["max_challenges_per_target"].default,
-                     help="pending challenges to one user (default: %(default)s)")
-    lim.add_argument("--max-challenges-per-challenger", type=int, metavar="N",
-                     default=d["max_challenges_per_challenger"].default,
-                     help="pending challenges from one user (default: %(default)s)")
-    lim.add_argument("--max-games-per-user", type=int, metavar="N",
-                     default=d["max_games_per_user"].default,
-                     help="games in progress per account; more are refused (default: "
-                          "%(default)s)")
-    lim.add_argument("--max-watched", type=int, metavar="N",
-                     default=d["max_watched_per_connection"].default,
-                     help="games one connection may watch at once (default: %(default)s)")
-
-
-def limit_settings(args: argparse.Namespace) -> dict[str, object]:
-    """The :class:`Settings` fields ``_limit_args`` sets."""
-    return {"hello_timeout_s": args.hello_timeout, "auth_timeout_s": args.auth_timeout,
-            "max_connections_per_address": args.max_connections_per_address,
-            "max_connections": args.max_connections, "fd_reserve": args.fd_reserve,
-            "max_handshakes": args.max_handshakes,
-            "accept_error_log_s": args.accept_log_interval,
-            "max_open_seeks": args.max_open_seeks,
-            "max_seeks_per_address": args.max_seeks_per_address,
-            "max_seeks": args.max_seeks, "lobby_seeks_shown": args.lobby_seeks_shown,
-            "lobby_players_shown": args.lobby_players_shown,
-            "max_challenges_per_target": args.max_challenges_per_target,
-            "max_challenges_per_challenger": args.max_challenges_per_challenger,
-            "max_games_per_user": args.max_games_per_user,
-            "max_watched_per_connection": args.max_watched}
 
 
 def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -319,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .storage import normalize_url
 
     try:  # a bare path means a SQLite file; the async driver is pinned for every URL
-        db_url = normalize_url(args.db or default_db_url()).render_as_string(
+        db_url = normalize_url(args.db_url or default_db_url()).render_as_string(
             hide_password=False)
     except ValueError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
@@ -337,24 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_workers(args, args.serve_parser)
         setup_logging(args.log_level)
-        settings = Settings(host=args.host, port=args.port, db_url=db_url,
-                            sqlite_synchronous=args.sqlite_synchronous,
-                            origins=args.origin or None, grace_ms=int(args.grace * 1000),
-                            max_frame_bytes=args.max_frame, conn_rate=args.rate,
-                            conn_burst=args.rate * 2, reuse_port=args.reuse_port,
-                            rating_period_s=args.rating_period,
-                            ladder_round_s=args.ladder_round,
-                            address_logins_per_minute=args.logins_per_minute,
-                            address_login_burst=args.login_burst,
-                            address_guests_per_hour=args.guests_per_hour,
-                            address_guest_burst=args.guest_burst, hash_queue=args.hash_queue,
-                            login_lockout_after=args.lockout_after,
-                            login_lockout_base_s=args.lockout,
-                            login_lockout_max_s=min(args.lockout_max, 900.0),
-                            guest_ttl_s=args.guest_ttl,
-                            guest_sweep_interval_s=args.guest_sweep_every,
-                            house_bots=[b for b in args.house_bots.split(",") if b.strip()],
-                            **limit_settings(args))  # type: ignore[arg-type]
+        settings = config.from_flags(args, db_url=db_url)
         raise_fd_limit()
         with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
             if args.cluster:
@@ -413,7 +275,7 @@ async def _verify_ratings(args: argparse.Namespace, db_url: str) -> int:
     engine = make_engine(db_url)
     try:
         store = Store(engine)
-        differences = await verify(store, args.rating_period)
+        differences = await verify(store, args.rating_period_s)
         updates = len(await store.ratings.updates())
     finally:
         await engine.dispose()

@@ -3,21 +3,19 @@
 CPython's collector rescans the objects that survive it: every tenth young collection
 rescans the middle generation, and a full collection every object the server holds once
 they have grown by a quarter. An open websocket connection is about 100 tracked objects, so
-20,000 of them (issue 16's fd-exhaustion) are two million to rescan, and the collector held
-the event loop for seconds at a time while they arrived (young and middle collections 6 to
-9 s of a 15 s attack, a full one 2.3 to 2.7 s). Nearly none of it is garbage: a closed
-connection is freed by reference counting (:func:`server.wsio.release`) and so is most of
-what a request makes.
+20,000 of them are two million to rescan, and the collector would hold the event loop for
+seconds at a time while they arrive. Nearly none of it is garbage: a closed connection is
+freed by reference counting (:func:`server.wsio.release`) and so is most of what a request
+makes.
 
 So :func:`pace` freezes (``gc.freeze``) whatever a young collection leaves alive, as soon
 as it is over: the collector looks at each object about once, while it is young, and a
-young collection holds the loop for as long as its 10,000 objects take (3 to 5 ms of CPU
-measured), however many connections are open. An object frozen and later freed by its
+young collection holds the loop for as long as its 10,000 objects take (a few
+milliseconds), however many connections are open. An object frozen and later freed by its
 last reference is freed as usual. What the collector no longer sees is a cycle of objects
 that survived a young collection and became garbage later: every ``full_every_s`` (10
 minutes) everything is unfrozen and collected once, a pause in proportion to what the
-server holds (0.03 to 0.27 s for an idle server; 0.75 s of CPU with 10,000 connections
-open).
+server holds (under a second with 10,000 connections open).
 """
 
 from __future__ import annotations
@@ -37,8 +35,8 @@ def tune_gc() -> None:
     """Make the cyclic garbage collector cheaper for a long-running server: collect and
     freeze what exists once the server is up (modules, tables, restored games), so that no
     later collection scans it, and collect the young generation every 10,000 surviving
-    allocations rather than 700 (at CPython's default the collector ran about a hundred
-    times a second under load: docs/PERFORMANCE.md). With :func:`pace` the threshold only
+    allocations rather than 700 (at CPython's default it runs about a hundred times a
+    second under load). With :func:`pace` the threshold only
     sets how much one young collection scans, not how often an object is scanned.
     """
     gc.collect()

@@ -3,9 +3,8 @@
 What strangers leave in the server's tables is dropped by the sweeps (idle rate-limit
 buckets, quiet failed-login pairs, guests that never played), and Python frees the objects;
 but glibc's malloc keeps most freed memory in its arenas for reuse, so the process's RSS
-stays where the flood took it. ``malloc_trim(0)`` hands the free pages back (measured: RSS
-84 -> 75 MiB after 4,000 guests, where the server started at 71). It exists in glibc
-only: elsewhere (musl, macOS) this does nothing.
+stays where the flood took it. ``malloc_trim(0)`` hands the free pages back. It exists in
+glibc only: elsewhere (musl, macOS) this does nothing.
 """
 
 from __future__ import annotations
@@ -40,11 +39,9 @@ def use_system_allocator(argv: list[str]) -> None:
     already (``PYTHONMALLOC=pymalloc`` keeps Python's). Python's allocator carves small
     objects out of 1 MiB arenas and returns an arena only when every object in it is gone;
     after a flood the few objects that outlive it (a bucket, a cache entry) are scattered
-    over the arenas the flood filled, and hold them: 15,000 closed connections left 362 MiB
-    where the server started at 76, all of it arenas holding a few hundred KiB of live
-    objects. glibc's ``malloc_trim`` (:func:`give_back`) releases every free page wherever it
-    is, so the same flood left 97 MiB (docs/RELIABILITY.md, section 9). No cost was seen in
-    ``tessera bench`` (CPU per move within the machine's noise). glibc only."""
+    over the arenas the flood filled, and hold them, so the RSS stays near the flood's peak.
+    glibc's ``malloc_trim`` (:func:`give_back`) releases every free page wherever it is.
+    glibc only."""
     if argv[1:2] != ["serve"] or ALLOCATOR_ENV in os.environ or _malloc_trim() is None:
         return
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]],

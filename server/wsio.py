@@ -135,7 +135,7 @@ def release(ws: Connection) -> None:
     """Break the reference cycles a lost connection leaves, so that reference counting
     frees it (and its buffers) as soon as its handler lets go, not the cyclic collector.
 
-    Two cycles outlive a connection (measured with the collector off, server side): the
+    Two cycles outlive a connection: the
     transport holds a bound method of itself (asyncio's ``_read_ready_cb``), with its
     socket; and the sans-I/O protocol holds its parser, a generator whose frame holds the
     protocol, which after an unclean close also sits in ``parser_exc``'s traceback. Called

@@ -146,7 +146,7 @@ def parser() -> argparse.ArgumentParser:
         prog="tessera siege",
         description="Hostile traffic against a server of its own, with a ping canary, a "
                     "move canary and /healthz polled beside it; exit status 1 if a target "
-                    "is missed (see docs/RELIABILITY.md, 'Under siege').")
+                    "is missed (docs/RELIABILITY.md, 'Targets and figures').")
     ap.add_argument("--attack", required=True, choices=[*ATTACKS, "all"],
                     help="the attack, or all of them in turn")
     ap.add_argument("--json", action="store_true",

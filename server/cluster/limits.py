@@ -8,7 +8,7 @@ per subject, refilled and taken from in one script on Redis's own clock (so node
 clocks differ share it fairly), and it expires once it would be full again anyway.
 
 **Batches.** A round trip to Redis for every request would cost a busy node more than the
-request itself (a move is about 150 µs of CPU; a script call about as much). So a node
+request itself (a script call costs about as much CPU as a move). So a node
 takes up to ``batch`` tokens at once (``rate / 4``, at most ``burst / 8``: 10 of the
 default 40/s, burst 80) and spends them from memory; what it has not spent within
 ``hold_s`` (0.5 s) is dropped, never given back. The budget over all nodes therefore holds

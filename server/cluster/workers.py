@@ -39,7 +39,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..config import Settings, flag_of
+
 log = logging.getLogger(__name__)
+
+SETTINGS = Settings.__dataclass_fields__
 
 # serve flags the supervisor sets per worker instead of passing on
 PER_WORKER = {"workers", "node_id", "port", "ready_file", "reuse_port", "serve_parser",
@@ -48,22 +52,24 @@ PER_WORKER = {"workers", "node_id", "port", "ready_file", "reuse_port", "serve_p
 
 def worker_argv(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
     """The serve flags given to the supervisor, as a worker's command line: every option of
-    ``parser`` whose value is not its default, but those set per worker (``PER_WORKER``)."""
+    ``parser`` whose value is not its default, but those set per worker (``PER_WORKER``).
+    A :class:`Settings` field's value is written back as its flag shows it."""
     argv: list[str] = []
     for action in parser._actions:  # argparse's declared options: the flags, derived
         if not action.option_strings or action.dest in PER_WORKER:
             continue
         value = getattr(args, action.dest, action.default)
-        if value == action.default or value is None:
+        if value == action.default:  # None may be a value: --ping-interval 0
             continue
         flag = action.option_strings[-1]
+        show = flag_of(action.dest).show if action.dest in SETTINGS else str
         if action.nargs == 0:  # a switch (store_true)
             argv.append(flag)
         elif isinstance(value, list):
             for item in value:
                 argv += [flag, str(item)]
         else:
-            argv += [flag, str(value)]
+            argv += [flag, show(value)]
     return argv
 
 
@@ -189,7 +195,7 @@ def run_workers(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
                      "--node-id", f"{base}-{i + 1}", "--port", str(port), "--reuse-port",
                      "--ready-file", str(ready_files[i])] for i in range(args.workers)]
         if args.house_bots:
-            commands[0] += ["--house-bots", args.house_bots]
+            commands[0] += ["--house-bots", flag_of("house_bots").show(args.house_bots)]
         supervisor = Supervisor(commands, ready_files=ready_files)
 
         async def main() -> int:

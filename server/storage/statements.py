@@ -11,9 +11,8 @@ transaction and says, per item, whether it was applied. There are two:
     blocking twin of the engine, with the rows and updates sent as SQL text made once
     (:class:`SqliteTextStatements`). Through aiosqlite every statement, BEGIN and COMMIT is
     a round trip between the event loop and the driver's thread, each waiting a loop turn on
-    a busy server; and building, caching and compiling Core statements cost the writing
-    thread about 55 µs a move of Python holding the GIL the event loop needs
-    (docs/PERFORMANCE.md, second round).
+    a busy server; and building, caching and compiling Core statements per batch keeps the
+    writing thread in Python, holding the GIL the event loop needs.
 
 :func:`open_batch_writer` picks one for an engine, with the settings the engine was opened
 with passed in by whoever opened it (``runtime.open_storage``); nothing is looked up on the

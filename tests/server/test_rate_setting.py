@@ -20,7 +20,7 @@ def test_serve_refuses_a_rate_the_welcome_cannot_announce(
 
 @pytest.mark.parametrize("rate", ["1", "2.5", "20", "50000"])
 def test_serve_takes_a_rate_the_welcome_can_announce(rate: str) -> None:
-    assert build_parser().parse_args(["serve", "--rate", rate]).rate == float(rate)
+    assert build_parser().parse_args(["serve", "--rate", rate]).conn_rate == float(rate)
 
 
 @pytest.mark.parametrize("field", ["conn_rate", "conn_burst"])

@@ -180,15 +180,16 @@ def tabs(browser: Any, web_server: WebServer) -> Iterator[Tabs]:
 @pytest.fixture
 def shoot(tmp_path: Path) -> Callable[..., Path]:
     """``shoot(page, "hadron")`` saves a screenshot of the page's main part (``whole=True``:
-    of the whole window), and copies it to $TESSERA_SCREENSHOTS if that is set."""
+    of the whole window; ``part``: of the first element that selector matches), and copies
+    it to $TESSERA_SCREENSHOTS if that is set."""
 
-    def take(page: Any, name: str, *, whole: bool = False) -> Path:
+    def take(page: Any, name: str, *, whole: bool = False, part: str = "main") -> Path:
         path = tmp_path / f"{name}.png"
         page.evaluate("window.scrollTo(0, 0)")
         if whole:
             page.screenshot(path=str(path))
         else:
-            page.locator("main").screenshot(path=str(path))
+            page.locator(part).first.screenshot(path=str(path))
         target = os.environ.get(SCREENSHOTS_ENV)
         if target:
             Path(target).mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,9 @@ export class Board {
     const point = (x, y) => [x * U, -y * scale * U];
     const outline = geometry.outline.map(([x, y]) => point(x, y).map((v) => v.toFixed(2)).join(",")).join(" ");
     const radius = inscribed(geometry.outline.map(([x, y]) => [x, y * scale])) * U;
+    const xs = geometry.outline.map(([x]) => x * U);
+    const ys = geometry.outline.map(([, y]) => y * scale * U);
+    this.cellSpan = Math.min(Math.max(...xs) - Math.min(...xs), Math.max(...ys) - Math.min(...ys));
 
     const svg = s("svg", {
       class: `board piece-${piece}`,
@@ -104,6 +107,7 @@ export class Board {
       piece0(),
       s("circle", { class: "shine", r: radius * 0.32, cx: -radius * 0.3, cy: -radius * 0.32 }),
       s("circle", { class: "ring", r: radius * 0.72 }),
+      s("circle", { class: "halo", r: radius * 0.94 }),
       s("circle", { class: "dot", r: radius * 0.26 }),
       s("title", { text: cell.name }));
       this.cells.set(cell.name, g);
@@ -119,6 +123,7 @@ export class Board {
     const h = maxY - minY;
     svg.setAttribute("viewBox", `${minX.toFixed(1)} ${minY.toFixed(1)} ${w.toFixed(1)} ${h.toFixed(1)}`);
     this.aspect = w / h; // the page sizes the board to fit the screen with it
+    this.viewWidth = w;
     svg.append(s("rect", { class: "frame", x: minX, y: minY, width: w, height: h, rx: U * 0.12 }), grid, labels);
     this.el = svg;
 
@@ -144,6 +149,11 @@ export class Board {
         e.stopImmediatePropagation();
       }
     }, true);
+  }
+
+  /** The board's width in CSS pixels at which its cells are `px` wide and high. */
+  widthFor(px) {
+    return Math.ceil((px * this.viewWidth) / this.cellSpan) + 1;
   }
 
   _cellAt(node) {

@@ -13,6 +13,20 @@ export class Clocks {
     this.running = null; // the seat whose clock runs, or null
     this.shown = ["", ""];
     this.frame = null;
+    this.held = null; // readings shown instead of the live ones (a past position's)
+  }
+
+  /** Show fixed readings ([ms, ms], or null: no clock) until release(): the clocks as they
+   *  were at a past position. The live clocks keep counting meanwhile. */
+  hold(readings) {
+    this.held = readings ? [readings[0], readings[1]] : [null, null];
+    this._draw();
+  }
+
+  release() {
+    if (this.held === null) return;
+    this.held = null;
+    this._draw();
   }
 
   /** The server's figures: times left (or null: no clock) and whose clock runs now. */
@@ -50,12 +64,12 @@ export class Clocks {
   _draw(force = true) {
     for (const seat of [0, 1]) {
       const el = this.displays[seat];
-      const ms = this.now(seat);
+      const ms = this.held ? this.held[seat] : this.now(seat);
       const text = ms === null ? "–" : clockText(ms);
       if (text === this.shown[seat] && !force) continue;
       el.textContent = text;
       this.shown[seat] = text;
-      el.classList.toggle("running", seat === this.running);
+      el.classList.toggle("running", !this.held && seat === this.running);
       el.classList.toggle("low", ms !== null && ms < 10000);
       if (ms === null) delete el.dataset.ms;
       else el.dataset.ms = String(Math.floor(ms));

@@ -62,3 +62,12 @@ export function confirmButton(label, confirmLabel, action, attrs = {}) {
   }, label);
   return button;
 }
+
+/** Scroll `list` (a scrolling box with position: relative) just enough to show `item`,
+ *  without moving the page: scrollIntoView would scroll the window as well. */
+export function revealIn(list, item) {
+  const top = item.offsetTop;
+  const bottom = top + item.offsetHeight;
+  if (top < list.scrollTop) list.scrollTop = top;
+  else if (bottom > list.scrollTop + list.clientHeight) list.scrollTop = bottom - list.clientHeight;
+}

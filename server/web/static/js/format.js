@@ -73,3 +73,17 @@ export function ago(ms) {
   if (s < 86400) return `${Math.round(s / 3600)} h ago`;
   return new Date(ms).toISOString().slice(0, 10);
 }
+
+/** The time a move took: "0.8 s", "12 s", "1:05". */
+export function tookText(ms) {
+  if (ms < 10000) return `${(Math.floor(ms / 100) / 10).toFixed(1)} s`;
+  if (ms < 60000) return `${Math.floor(ms / 1000)} s`;
+  return clockText(ms);
+}
+
+/** Each seat's clock reading when a time control starts ([ms, ms]), or null without one. */
+export function startingClocks(clock) {
+  const ms = { fischer: clock.base_ms, per_move: clock.per_move_ms,
+               correspondence: clock.days_per_move && clock.days_per_move * 86400000 }[clock.kind];
+  return ms === undefined || ms === null ? null : [ms, ms];
+}

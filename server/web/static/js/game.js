@@ -5,13 +5,14 @@
 
 import { Board } from "./board.js";
 import { Clocks } from "./clock.js";
-import { confirmButton, fill, h } from "./dom.js";
-import { changeText, gameLabel, resultText, userText } from "./format.js";
+import { confirmButton, fill, h, revealIn } from "./dom.js";
+import { changeText, gameLabel, resultText, startingClocks, tookText, userText } from "./format.js";
 import { timeControlText } from "./timecontrol.js";
 import { MoveInput } from "./moveinput.js";
 import { recordJson, recordText } from "./records.js";
 
 const AUTOPLAY_MS = 1000;
+const FINGERTIP_PX = 44; // the smallest cell a finger hits reliably, on touch screens
 const boards = new Map(); // "game options" -> geometry, for this page's lifetime
 
 export class GameView {
@@ -29,6 +30,7 @@ export class GameView {
     this.autoplay = null;
     this.claimTimer = null;
     this.onKey = (e) => this._key(e);
+    this.onResize = () => this._fit();
   }
 
   // -- life cycle ------------------------------------------------------------------------
@@ -36,11 +38,14 @@ export class GameView {
     this.root = root;
     fill(root, h("p", { class: "loading" }, "Loading the game…"));
     document.addEventListener("keydown", this.onKey);
+    window.addEventListener("resize", this.onResize);
     await this.load();
   }
 
   unmount() {
     document.removeEventListener("keydown", this.onKey);
+    window.removeEventListener("resize", this.onResize);
+    if (this.barWatch) this.barWatch.disconnect();
     this._stopAutoplay();
     clearInterval(this.claimTimer);
     if (this.clocks) this.clocks.destroy();
@@ -139,6 +144,7 @@ export class GameView {
     if (snap.status === "waiting" && snap.ply >= 2) snap.status = "playing";
     this._setClocks(msg.clocks_ms);
     this._appendMove(snap.moves[snap.moves.length - 1]);
+    this.app.sound.play("move");
     this._renderStatus();
     if (this.follow) this.show(snap.ply);
     else this._renderNav();
@@ -152,6 +158,7 @@ export class GameView {
     this.clocks.stop();
     this.app.session.activeGames.delete(this.gameId);
     clearInterval(this.claimTimer);
+    this.app.sound.play("end");
     this._renderStatus();
     this._renderPosition();
   }
@@ -207,19 +214,97 @@ export class GameView {
       h("button", { type: "button", onclick: () => this._download("txt") }, "Download .txt"),
       h("button", { type: "button", onclick: () => this._download("json") }, "Download .json"));
 
-    const boardBox = h("div", { class: "board-box" }, this.board.el);
+    this.boardBox = h("div", { class: "board-box" }, this.board.el);
+    this.zoomButton = h("button", { type: "button", class: "zoom", hidden: true,
+                                    onclick: () => this._toggleZoom() }, "Whole board");
+    // the result and the buttons to move sit in one panel: beside the board on a wide
+    // screen, in a bar along the bottom of a narrow one (always in view)
+    this.playPanel = h("section", { class: "card play-panel" }, this.notice, this.input.el, this.notation, this.actions);
     fill(this.root, h("div", { class: "game-page",
                                dataset: { c0: info.players[0].toLowerCase(), c1: info.players[1].toLowerCase() } },
-      h("div", { class: "game-head" }, this.title, this.statusLine, this.notice),
+      h("div", { class: "game-head" }, this.title, this.statusLine, this.zoomButton),
       h("div", { class: "board-column" },
-        this.playerRows[1].row, boardBox, this.playerRows[0].row),
+        this.playerRows[1].row, this.boardBox, this.playerRows[0].row),
       h("aside", { class: "side" },
-        h("section", { class: "card play-panel" }, this.input.el, this.notation, this.actions),
+        this.playPanel,
         h("section", { class: "card moves-panel" }, h("h2", { text: "Moves" }), this.nav, this.moveList,
           this.facts, this.downloads),
         this.chat.el)));
     this.boardColumn = this.root.querySelector(".board-column");
-    this.boardColumn.style.setProperty("--aspect", this.board.aspect.toFixed(4));
+    this.page = this.root.querySelector(".game-page");
+    this.zoomed = true; // on a touch screen, cells a fingertip wide (see _fit)
+    if (this.barWatch) this.barWatch.disconnect();
+    this.barWatch = new ResizeObserver(() => this._fit());
+    this.barWatch.observe(this.playPanel);
+    this._fit();
+  }
+
+  /** Size the board to the window: its height, with both players' rows and the bottom bar
+   *  (on a narrow screen) in view. Where a finger plays (a narrow or touch screen) and the
+   *  board would leave its cells narrower than a fingertip, it keeps them that wide and
+   *  scrolls in its box instead ("Whole board" shows it all at once). */
+  _fit() {
+    const page = this.page;
+    if (!page || !page.isConnected) return;
+    const bar = getComputedStyle(this.playPanel).position === "fixed" && !this.playPanel.hidden
+      ? this.playPanel.offsetHeight : 0;
+    page.style.setProperty("--bar", `${bar}px`);
+    const bottomRow = this.boardColumn.lastElementChild;
+    const top = this.boardBox.getBoundingClientRect().top + window.scrollY;
+    const below = bottomRow.offsetHeight + 8 + 16 + bar; // a gap, main's padding, the bar
+    const height = Math.max(160, window.innerHeight - top - below);
+    page.style.setProperty("--board-h", `${Math.floor(height)}px`);
+    page.style.setProperty("--board-w", `${Math.floor(height * this.board.aspect)}px`);
+    const column = this.boardColumn;
+    const was = column.classList.contains("zoomed");
+    // the board's width when it fits: the column's (which is the whole width when zoomed)
+    const fits = was ? Math.min(column.clientWidth, height * this.board.aspect) : column.clientWidth;
+    const touch = matchMedia("(max-width: 860px), (pointer: coarse)").matches;
+    const wide = this.board.widthFor(FINGERTIP_PX);
+    const zoomable = touch && wide > fits;
+    const zoom = zoomable && this.zoomed;
+    this.zoomButton.hidden = !zoomable;
+    this.zoomButton.textContent = zoom ? "Whole board" : "Zoom in";
+    column.classList.toggle("zoomed", zoom);
+    this.board.el.style.minWidth = zoom ? `${wide}px` : "";
+    if (zoom && !was) this._centreBoard();
+  }
+
+  _toggleZoom() {
+    this.zoomed = !this.zoomed;
+    this._fit();
+  }
+
+  /** On a zoomed board, bring the last move into view if it is out of it. */
+  _revealLast() {
+    if (!this.boardColumn.classList.contains("zoomed")) return;
+    const position = this.positions.get(this.shownPly);
+    const last = position && position.last_move_cells && position.last_move_cells[0];
+    const cell = last ? this.board.cells.get(last) : null;
+    if (!cell) return;
+    const r = cell.getBoundingClientRect();
+    const outer = this.boardBox.getBoundingClientRect();
+    if (r.left < outer.left || r.right > outer.right || r.top < outer.top || r.bottom > outer.bottom) {
+      this._centreBoard();
+    }
+  }
+
+  /** Scroll a zoomed board to the last move (to its middle before any). */
+  _centreBoard() {
+    const box = this.boardBox;
+    const position = this.positions.get(this.shownPly);
+    const last = position && position.last_move_cells && position.last_move_cells[0];
+    const cell = last ? this.board.cells.get(last) : null;
+    const outer = box.getBoundingClientRect();
+    let x = box.scrollWidth / 2;
+    let y = box.scrollHeight / 2;
+    if (cell) {
+      const r = cell.getBoundingClientRect();
+      x = r.left - outer.left + box.scrollLeft + r.width / 2;
+      y = r.top - outer.top + box.scrollTop + r.height / 2;
+    }
+    box.scrollLeft = x - box.clientWidth / 2;
+    box.scrollTop = y - box.clientHeight / 2;
   }
 
   _orient() {
@@ -248,7 +333,7 @@ export class GameView {
     const seat = this.seat();
     const colours = this.info.players;
     let text;
-    if (snap.status === "over") text = resultText(snap.result, snap.players, colours);
+    if (snap.status === "over") text = "Game over"; // the result itself: in the play panel
     else if (seat === snap.to_move) text = "Your move";
     else text = `${colours[snap.to_move]} to move (${snap.players[snap.to_move].name})`;
     if (snap.status === "waiting" && snap.status !== "over") text += " · the clocks start after both first moves";
@@ -261,6 +346,7 @@ export class GameView {
     const playing = seat >= 0 && !over;
     this.notation.hidden = !playing;
     this.input.el.hidden = !playing;
+    this.playPanel.hidden = !playing && !over && !this.notice.childElementCount;
     this.chat.form.hidden = seat < 0;
     this.chat.note.hidden = seat >= 0;
     this._renderActions();
@@ -275,6 +361,7 @@ export class GameView {
       this._renderRematch();
     } else if (!this.notice.querySelector(".left")) this.notice.replaceChildren();
     document.title = (playing && seat === snap.to_move ? "● " : "") + document.title.replace(/^● /, "");
+    this._fit();
   }
 
   _renderActions() {
@@ -422,6 +509,23 @@ export class GameView {
     this.board.interactive = active;
     this._renderFacts(position.summary);
     this._renderMarks();
+    this._renderClocksAt(position.ply);
+    this._revealLast();
+  }
+
+  /** The clocks as they stood at `ply`: from the moves' recorded clocks, for a past position
+   *  (the live clocks for the current one). */
+  _renderClocksAt(ply) {
+    const snap = this.snap;
+    if (ply >= snap.ply) {
+      this.clocks.release();
+      return;
+    }
+    const left = startingClocks(snap.clock) || [null, null];
+    for (const m of snap.moves.slice(0, ply)) {
+      if (m.clock_ms !== undefined && m.clock_ms !== null) left[m.by] = m.clock_ms;
+    }
+    this.clocks.hold(left);
   }
 
   _renderMarks() {
@@ -457,9 +561,11 @@ export class GameView {
       h("button", { type: "button", onclick: () => this.show(m.ply + 1) },
         h("span", { class: "num", text: `${m.ply + 1}.` }),
         h("span", { class: "swatch", dataset: { seat: String(m.by) } }),
-        h("span", { class: "mv", text: m.move })));
+        h("span", { class: "mv", text: m.move }),
+        m.ms_used === undefined || m.ms_used === null ? null
+          : h("span", { class: "took", dataset: { ms: String(m.ms_used) }, title: "time taken", text: tookText(m.ms_used) })));
     this.moveList.append(li);
-    if (this.follow) li.scrollIntoView({ block: "nearest" });
+    if (this.follow) revealIn(this.moveList, li);
   }
 
   _highlightMove(ply) {
@@ -467,7 +573,7 @@ export class GameView {
       li.classList.toggle("current", Number(li.dataset.ply) === ply);
     }
     const current = this.moveList.querySelector(".current");
-    if (current) current.scrollIntoView({ block: "nearest" });
+    if (current) revealIn(this.moveList, current);
   }
 
   _navBar() {
@@ -560,7 +666,7 @@ export class GameView {
     const line = h("li", {}, from ? h("b", { class: "who", text: from }) : null, h("span", { class: "said", text }));
     if (!from) line.classList.add("system");
     this.chat.list.append(line);
-    line.scrollIntoView({ block: "nearest" });
+    revealIn(this.chat.list, line);
   }
 
   async _download(kind) {

@@ -53,7 +53,6 @@ export class LobbyView {
     this.morePlayers = lobby.more_players || 0;
     this.renderSeeks();
     this.renderPlayers();
-    this.renderMine();
   }
 
   onEvent(msg) {
@@ -66,6 +65,11 @@ export class LobbyView {
       case "player_offline":
         if (!this.players.delete(msg.name) && this.morePlayers) this.morePlayers -= 1;
         this.renderPlayers(); return true;
+      case "moved": case "game_over": // one of one's own games: whose move it is now
+        if (!this.app.session.activeGames.has(msg.game_id)) return false;
+        if (msg.t === "game_over") this.app.session.activeGames.delete(msg.game_id);
+        this.renderMine();
+        return true;
       default: return false;
     }
   }
@@ -243,13 +247,47 @@ export class LobbyView {
     }
   }
 
-  renderMine() {
-    const ids = [...this.app.session.activeGames];
-    this.mine.replaceChildren(...ids.map((id) => h("li", {}, h("a", { href: `/game/${id}`, "data-link": "" }, `Game ${id}`))));
-    if (!ids.length) this.mine.append(h("li", { class: "muted", text: "None in progress." }));
+  /** One's games in progress: the opponent, the game, its clock and whose move it is, from
+   *  the server's list of one's games (list_games by player). */
+  async renderMine() {
+    const me = this.app.session.user;
+    const ids = this.app.session.activeGames;
+    const asked = (this.mineAsked = (this.mineAsked || 0) + 1);
+    let games = [];
+    if (me && ids.size) {
+      try {
+        const reply = await this.conn.request("list_games", { player: me.name, status: "playing", limit: 100 });
+        games = reply.games.filter((g) => ids.has(g.game_id));
+      } catch (err) {
+        return; // the next change or refresh will try again
+      }
+    }
+    if (asked !== this.mineAsked) return; // a later answer is on its way
+    const listed = new Set(games.map((g) => g.game_id));
+    const rows = games.map((g) => this._myGame(g, me));
+    // a game the list does not hold (another node's, in a cluster): its link at least
+    for (const id of ids) {
+      if (!listed.has(id)) rows.push(h("li", { dataset: { game: id } }, h("a", { href: `/game/${id}`, "data-link": "" }, "A game in progress")));
+    }
+    this.mine.replaceChildren(...rows);
+    if (!rows.length) this.mine.append(h("li", { class: "muted", text: "None in progress." }));
+  }
+
+  _myGame(g, me) {
+    const info = this.conn.game(g.game) || { name: g.game, players: ["first", "second"] };
+    const seat = g.players.findIndex((u) => u.name.toLowerCase() === me.name.toLowerCase());
+    const opponent = g.players[1 - seat];
+    const mine = g.ply % 2 === seat;
+    return h("li", { dataset: { game: g.game_id } },
+      h("a", { href: `/game/${g.game_id}`, "data-link": "" },
+        h("span", { class: "players", text: `vs ${userText(opponent)}` }),
+        h("span", { class: "turn", dataset: { mine: String(mine) }, text: mine ? "Your move" : "Their move" }),
+        h("br"),
+        h("span", { class: "muted", text: `${gameLabel(info, g.options)} · ${timeControlText(g.clock)} · you play ${info.players[seat]} · ${g.ply} move${g.ply === 1 ? "" : "s"}` })));
   }
 
   async refreshGames() {
+    this.renderMine();
     try {
       const [live, done] = await Promise.all([
         this.conn.request("list_games", { status: "playing", limit: 20 }),

@@ -9,6 +9,7 @@ import { timeControlText } from "./timecontrol.js";
 import { GameView } from "./game.js";
 import { LobbyView } from "./lobby.js";
 import { LeaderboardView, ProfileView } from "./ratings.js";
+import { Sound } from "./sound.js";
 
 const TOKEN_KEY = "tessera.session";
 
@@ -129,6 +130,9 @@ class App {
     this.challenges = new Challenges(this, document.getElementById("challenges"));
     this.view = null;
     this.opened = false;
+    this.sound = new Sound();
+    document.querySelector(".top-nav").after(this.sound.button);
+    history.scrollRestoration = "manual"; // a page opens at its top, a reload too
     this.conn.onOpen = () => this.session.restore();
     this.conn.onEvent = (msg) => this.onEvent(msg);
     this.conn.onState = (state) => this.onState(state);
@@ -174,6 +178,7 @@ class App {
   navigate(path) {
     if (path !== location.pathname + location.hash) history.pushState(null, "", path);
     this.render();
+    window.scrollTo(0, 0);
   }
 
   render() {

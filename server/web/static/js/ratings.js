@@ -9,6 +9,24 @@ const CHART_W = 600;
 const CHART_H = 180;
 const PAD = { left: 48, right: 12, top: 12, bottom: 24 };
 
+/** The record's column: "Won / lost", with "/ drawn" only where a draw was recorded (no
+ *  game here can be drawn: a result has a winner unless the game was aborted). */
+function recordColumn(ratings) {
+  const draws = ratings.some((r) => r.draws);
+  return {
+    head: draws ? "Won / lost / drawn" : "Won / lost",
+    cell: (r) => `${r.wins || 0} / ${r.losses || 0}${draws ? ` / ${r.draws || 0}` : ""}`,
+  };
+}
+
+/** How a game went for `name`: "won", "lost", "aborted" or "in progress". */
+function outcomeFor(game, name) {
+  if (game.status !== "over") return "in progress";
+  const winner = game.result && game.result.winner;
+  if (winner === undefined || winner === null) return "aborted";
+  return game.players[winner].name.toLowerCase() === name.toLowerCase() ? "won" : "lost";
+}
+
 /** The rating history of one pool as an SVG line chart: one point a rated game, oldest
  *  left; the band around the line is the deviation (the rating's uncertainty). */
 export function ratingChart(points, game) {
@@ -69,11 +87,12 @@ export class ProfileView {
     const user = info.user;
     document.title = `${user.name} · Tessera`;
     const pools = user.ratings || [];
+    const record = recordColumn(pools);
     const rows = pools.map((r) => h("tr", { dataset: { game: r.game } },
       h("td", {}, h("a", { href: `/leaderboard/${r.game}`, "data-link": "" }, this._gameName(r.game))),
       h("td", { class: "rating", text: ratingText(r) }),
       h("td", { text: `±${r.deviation}` }), h("td", { text: String(r.games || 0) }),
-      h("td", { text: `${r.wins || 0} / ${r.losses || 0} / ${r.draws || 0}` })));
+      h("td", { text: record.cell(r) })));
     const charts = pools.map((r) => {
       const points = info.history.filter((p) => p.game === r.game);
       return points.length ? h("figure", { class: "chart" }, h("figcaption", { text: `${this._gameName(r.game)}: ${ratingText(r)}` }),
@@ -82,7 +101,10 @@ export class ProfileView {
     const recent = info.recent.map((g) => {
       const game = this.conn.game(g.game) || { name: g.game, players: ["first", "second"] };
       const line = g.status === "over" ? resultText(g.result, g.players, game.players) : "in progress";
-      return h("li", { dataset: { game: g.game_id } }, h("a", { href: `/game/${g.game_id}`, "data-link": "" },
+      const outcome = outcomeFor(g, user.name);
+      return h("li", { dataset: { game: g.game_id } },
+        h("span", { class: "outcome", dataset: { outcome }, text: outcome[0].toUpperCase() + outcome.slice(1) }), " ",
+        h("a", { href: `/game/${g.game_id}`, "data-link": "" },
         `${userText(g.players[0])} – ${userText(g.players[1])}`),
         h("span", { class: "muted", text: ` ${gameLabel(game, g.options)}${g.rated ? " · rated" : ""} · ${line} · ${ago(g.created_ms)}` }));
     });
@@ -90,7 +112,7 @@ export class ProfileView {
       h("section", { class: "card" },
         h("h2", { class: "who", dataset: { kind: user.kind }, text: userText(user) }),
         pools.length
-          ? h("table", { class: "pools" }, h("thead", {}, h("tr", {}, ["Game", "Rating", "Deviation", "Games", "Won / lost / drawn"].map((t) => h("th", { text: t })))),
+          ? h("table", { class: "pools" }, h("thead", {}, h("tr", {}, ["Game", "Rating", "Deviation", "Games", record.head].map((t) => h("th", { text: t })))),
             h("tbody", {}, rows))
           : h("p", { class: "muted", text: "No rated games yet." }),
         h("p", { class: "muted", text: "A rating shown with ? is provisional: its deviation is above 110." })),
@@ -134,12 +156,13 @@ export class LeaderboardView {
     if (this.humansOnly) fields.bots = false;
     if (cursor) fields.cursor = cursor;
     const page = await this.conn.request("leaderboard", fields);
+    const record = recordColumn(page.standings.map((st) => st.user.rating));
     const rows = page.standings.map((st) => h("tr", { dataset: { user: st.user.name } },
       h("td", { class: "rank", text: String(st.rank) }),
       h("td", {}, h("a", { href: `/profile/${st.user.name}`, "data-link": "" }, userText({ ...st.user, rating: undefined }))),
       h("td", { class: "rating", text: ratingText(st.user.rating) }),
       h("td", { text: String(st.user.rating.games || 0) }),
-      h("td", { text: `${st.user.rating.wins || 0} / ${st.user.rating.losses || 0} / ${st.user.rating.draws || 0}` })));
+      h("td", { text: record.cell(st.user.rating) })));
     const humans = h("input", { type: "checkbox", name: "humans", checked: this.humansOnly,
                                 onchange: () => { this.humansOnly = humans.checked; this.load(); } });
     fill(this.root, h("section", { class: "card leaderboard" },
@@ -148,7 +171,7 @@ export class LeaderboardView {
         class: g.key === key ? "current" : null, text: g.name }))),
       h("label", {}, humans, " people only (no bots)"),
       rows.length
-        ? h("table", { class: "standings" }, h("thead", {}, h("tr", {}, ["#", "Player", "Rating", "Games", "Won / lost / drawn"].map((t) => h("th", { text: t })))),
+        ? h("table", { class: "standings" }, h("thead", {}, h("tr", {}, ["#", "Player", "Rating", "Games", record.head].map((t) => h("th", { text: t })))),
           h("tbody", {}, rows))
         : h("p", { class: "muted empty", text: "No established ratings yet: a rating joins the leaderboard once its deviation is 110 or less." }),
       page.next_cursor ? h("button", { type: "button", onclick: () => this.load(page.next_cursor) }, "Next page") : null));
