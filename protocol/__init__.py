@@ -153,6 +153,7 @@ from protocol.timecontrol import (
     time_control_from_map,
 )
 from protocol.values import (
+    Ending,
     Limits,
     OpenSeek,
     PlayedMove,
@@ -207,6 +208,7 @@ __all__ = [
     "Correspondence",
     "DeclineChallenge",
     "DeclineRematch",
+    "Ending",
     "ErrorCode",
     "ErrorReply",
     "Event",
