@@ -539,8 +539,6 @@ def to_dict(record: MatchRecord) -> dict[str, Any]:
     """The record as plain JSON-ready data (keys in docs/RECORDS.md); ``ending`` only for
     a game the rules ended, ``rated`` and ``rating_changes`` only for a rated game."""
     data = _plain_dict(record)
-    if record.ending is not None:
-        data["ending"] = record.ending
     if record.rated:
         data["rated"] = True
     if record.rating_changes is not None:
@@ -561,6 +559,7 @@ def _plain_dict(record: MatchRecord) -> dict[str, Any]:
         "time_control": record.time_control.to_wire(),
         "winner": record.winner,
         "termination": record.termination,
+        **({"ending": record.ending} if record.ending is not None else {}),
         "moves": [{"ply": m.ply, "move": m.move, "ms_used": m.ms_used, "clock_ms": m.clock_ms}
                   for m in record.moves],
     }

@@ -277,7 +277,7 @@ def result_text(game: str, players: Sequence[Player], result: p.Result | None,
         "normal": rules,
         "resign": f"{colours[loser]} resigned",
         "timeout": f"{colours[loser]} ran out of time",
-        "abandon": f"{colours[loser]} left the game and did not come back",
+        "abandon": f"{colours[loser]} left the game",
     }.get(result.reason, result.reason)
     return f"{who}: {why}."
 
