@@ -40,9 +40,9 @@ def replay(key: str, options: Mapping[str, Any], moves: Iterable[str]) -> State:
 
 __all__ = [
     "GAMES",
-    "BadOption",
     "NO_MOVE",
     "PASSES",
+    "BadOption",
     "BadPosition",
     "Board",
     "Cell",
