@@ -180,9 +180,11 @@ class PlayClient:
             raise UsageError(f"Illegal move {text!r}: {exc}") from None
         if parsed.text == notation.PASS and view.me is not None:
             consequence = render.pass_consequence(view.state, view.me)
-            if consequence is not None and not await self.confirm(f"{consequence} Pass?"):
-                self.say("Not passed.")
-                return
+            if consequence is not None:
+                self.say(consequence)
+                if not await self.confirm("Pass and end the game?"):
+                    self.say("Not passed.")
+                    return
         await self.games.send_move(view, parsed.text)
 
     async def confirm(self, question: str) -> bool:

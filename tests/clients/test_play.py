@@ -445,7 +445,8 @@ def play_out(child: pexpect.spawn, game: str, options: dict[str, int | str], sea
             child.sendline(move)
             if move == "pass" and state.ending_if("pass") is not None:
                 child.expect(r"passing now ends the game, and you (win|lose) \(both passed: "
-                             r"[^\n]+\)\. Pass\? \[y/N\]")
+                             r"[^\n]+\)\.")
+                child.expect(r"Pass and end the game\? \[y/N\]")
                 child.sendline("y")
         child.expect(rf"last move: {state.ply + 1}\. (\S+) \(\w+\)")
         shown = child.match.group(1)
@@ -640,11 +641,12 @@ def test_a_pass_that_ends_the_game_is_confirmed_with_its_consequence(
     child.expect(r"Your only legal move is to pass: type 'pass'\. Your opponent passed: "
                  rf"passing now ends the game, and you win \({re.escape(ending)}\)\.")
     child.sendline("pass")
-    child.expect(r"passing now ends the game, and you win \(.*\)\. Pass\? \[y/N\]")
+    child.expect(rf"passing now ends the game, and you win \({re.escape(ending)}\)\.")
+    child.expect(r"Pass and end the game\? \[y/N\]")
     child.sendline("n")
     child.expect("Not passed.")
     child.sendline("pass")
-    child.expect(r"Pass\? \[y/N\]")
+    child.expect(r"Pass and end the game\? \[y/N\]")
     child.sendline("y")
     over = opponent.wait_for(p.GameOver, game_id=game_id)
     assert over.ending == p.Ending(how="passes", scores=(1, 0), text=ending)
