@@ -4,10 +4,16 @@ move highlighted, and a rematch with a house bot."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from .conftest import Tabs, WebServer
+from .conftest import REPO, Tabs, WebServer
 from .pages import Page, Table, fill_offer, game_id_of, login_as_guest, start_by_seek, wait_ply
 
 STATUS = ".move-input .input-status"
@@ -89,3 +95,39 @@ def test_a_house_bot_accepts_a_rematch(tabs: Tabs, web_server: WebServer) -> Non
     page.wait_for_selector(".board .cell")
     assert game_id_of(page) != first
     assert "declined" not in (page.text_content(".game-notice") or "")
+
+
+def test_a_declined_rematch_says_why(tabs: Tabs, web_server: WebServer) -> None:
+    """A bot run without --rematch declines, and the page shows its reason."""
+    name = f"norematch{uuid.uuid4().hex[:6]}"
+    made = subprocess.run([sys.executable, "-m", "server", "admin", "create-bot", name,
+                           "--db", web_server.db_url], capture_output=True, text=True,
+                          check=True, timeout=60)
+    token = re.search(r"token \d+: (\S+)", made.stdout)
+    assert token, made.stdout
+    bot = subprocess.Popen(
+        [sys.executable, "-m", "clients.cli", "bot", "--bot", "random", "--server",
+         web_server.ws_url, "--accept-from", "any", "--log-level", "warning"],
+        env={**os.environ, "TESSERA_BOT_TOKEN": token[1]}, cwd=REPO)
+    try:
+        page = tabs.open()
+        login_as_guest(page)
+        challenge = page.locator(f'li[data-user="{name}"] button')
+        challenge.wait_for(timeout=60_000)
+        fill_offer(page, "hadron", {"size": 4}, "fischer", minutes=3, increment=2)
+        challenge.click()
+        page.wait_for_selector(".board .cell")
+        page.click("button.resign")
+        page.click("button.resign.armed")
+        result_of(page)
+        page.click("button.rematch")
+        note = ".result-actions .muted"
+        page.wait_for_selector(note)
+        assert page.text_content(note) == (" The rematch was declined: this bot does not play "
+                                           "rematches (it runs without --rematch)")
+    finally:
+        bot.send_signal(signal.SIGTERM)
+        try:
+            bot.wait(20)
+        except subprocess.TimeoutExpired:
+            bot.kill()
