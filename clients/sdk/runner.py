@@ -210,6 +210,7 @@ class BotRunner:
         if busy >= self.policy.max_games:
             return f"busy: playing {busy} of at most {self.policy.max_games} games"
         return None
+
     def _on_event(self, event: p.ServerMessage) -> None:
         try:
             events.dispatch(event, self.router, self.challenges, self.seeks)
