@@ -83,6 +83,10 @@ class MatchRecord:
     rated: bool = False
     rating_changes: tuple[p.RatingUpdate, p.RatingUpdate] | None = None
     """Both players' ratings before and after a rated game, as the server stored them."""
+    ending: str | None = None
+    """How the rules decided a game that ended by them (termination ``normal``), in the
+    engine's words: ``both passed: Black 14 groups, White 11; fewer groups wins``.
+    Derived from the moves when the record is made; ``verify`` checks it."""
 
     def __post_init__(self) -> None:
         try:
@@ -106,6 +110,11 @@ class MatchRecord:
         set_(self, "moves", _moves(self.moves))
         if self.rating_changes is not None and not self.rated:
             raise RecordError("rating changes given for a game that is not rated")
+        if self.ending is not None:
+            _text("ending", self.ending)
+            if self.termination != "normal":
+                raise RecordError(f"an ending is given for a game whose termination is "
+                                  f"{self.termination!r}, not 'normal'")
 
     @property
     def result(self) -> str:
@@ -277,6 +286,8 @@ def format_record(record: MatchRecord) -> str:
         ("Result", record.result),
         ("Termination", record.termination),
     ]
+    if record.ending is not None:
+        tags.append(("Ending", record.ending))
     if record.rated:
         tags.append(("Rated", "yes"))
     if record.rating_changes is not None:
@@ -306,7 +317,7 @@ _TOKEN_RE = re.compile(
     re.VERBOSE,
 )
 _FIXED_TAGS = ("Game", "Options", "RulesVersion", "GameId", "Date", "TimeControl", "Result",
-               "Termination", "Rated")
+               "Termination", "Ending", "Rated")
 _RATING_FIELDS = ("rating", "deviation", "volatility")
 
 
@@ -425,6 +436,7 @@ def _record_from_tags(tags: dict[str, str]) -> dict[str, Any]:
         "time_control": _tag_time_control(tags.get("TimeControl", "unlimited")),
         "winner": winner,
         "termination": termination.strip(),
+        "ending": tags.get("Ending"),
     }
 
 
@@ -518,14 +530,14 @@ def _annotate(move: RecordMove, note: dict[str, int], line: int) -> RecordMove:
 
 # -- the JSON form -----------------------------------------------------------------------------
 _JSON_KEYS = ("format", "game_id", "game", "options", "rules_version", "players",
-              "player_kinds", "date", "time_control", "winner", "termination", "moves",
-              "rated", "rating_changes")
+              "player_kinds", "date", "time_control", "winner", "termination", "ending",
+              "moves", "rated", "rating_changes")
 _MOVE_KEYS = ("ply", "move", "ms_used", "clock_ms")
 
 
 def to_dict(record: MatchRecord) -> dict[str, Any]:
-    """The record as plain JSON-ready data (keys in docs/RECORDS.md); ``rated`` and
-    ``rating_changes`` only for a rated game."""
+    """The record as plain JSON-ready data (keys in docs/RECORDS.md); ``ending`` only for
+    a game the rules ended, ``rated`` and ``rating_changes`` only for a rated game."""
     data = _plain_dict(record)
     if record.rated:
         data["rated"] = True
@@ -547,6 +559,7 @@ def _plain_dict(record: MatchRecord) -> dict[str, Any]:
         "time_control": record.time_control.to_wire(),
         "winner": record.winner,
         "termination": record.termination,
+        **({"ending": record.ending} if record.ending is not None else {}),
         "moves": [{"ply": m.ply, "move": m.move, "ms_used": m.ms_used, "clock_ms": m.clock_ms}
                   for m in record.moves],
     }
@@ -595,6 +608,7 @@ def from_dict(data: object) -> MatchRecord:
         time_control=data.get("time_control", {"kind": "unlimited"}),
         winner=data["winner"],
         termination=data["termination"],
+        ending=data.get("ending"),
         moves=tuple(moves),
     )
 
@@ -637,9 +651,10 @@ def record_from_state(state: engine.State, *, players: Sequence[str], date: str,
     if termination is None:
         termination = "normal" if state.is_over else "unterminated"
         winner = state.winner
+    ending = state.ending if termination == "normal" else None
     return MatchRecord(game=state.game.key, options=dict(state.options),
                        players=_pair("players", players), date=date, termination=termination,
-                       winner=winner,
+                       winner=winner, ending=None if ending is None else ending.text,
                        moves=tuple(RecordMove(i, m) for i, m in enumerate(state.moves)),
                        **fields)
 
@@ -668,6 +683,7 @@ def match_record_from_wire(record: p.Record | Mapping[str, Any],
         time_control=record.clock,
         winner=None if result is None else result.winner,
         termination="unterminated" if result is None else result.reason,
+        ending=None if result is None or result.ending is None else result.ending.text,
         moves=tuple(RecordMove(m.ply, m.move, m.ms_used, m.clock_ms) for m in record.moves),
         rated=bool(record.rated), rating_changes=record.rating_changes,
     )
@@ -741,6 +757,10 @@ def _result_problems(record: MatchRecord, state: engine.State) -> list[str]:
         if state.winner != record.winner:
             return [f"the rules give the win to {_who(state.winner, colours)}, "
                     f"the record to {_who(record.winner, colours)}"]
+        ending = state.ending
+        if record.ending is not None and ending is not None and record.ending != ending.text:
+            return [f"the record says the game ended with {record.ending!r}; "
+                    f"the rules say {ending.text!r}"]
         return []
     if state.is_over:
         return [f"the game ended by the rules at its last move, {_numbered(state.ply - 1)}, "

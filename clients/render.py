@@ -232,21 +232,35 @@ def legal_lines(state: engine.State, summary: Mapping[str, Any]) -> list[str]:
 
 
 def ending_text(state: engine.State) -> str:
-    """Why the rules ended a game, from the final position: two passes in a row, or the
-    player to move has no legal move; with the tally (``groups: Black 3, White 2``)."""
-    colours = state.game.players
-    if state.moves[-2:] == (notation.PASS, notation.PASS):
-        why = "two passes in a row"
-    else:
-        why = f"{colours[state.to_move]} has no legal move"
-    tally = summary_lines(state.summary(), colours, per_seat_only=True)
-    return "; ".join([why, *tally])
+    """Why the rules ended a game, in the engine's words (``State.ending``): ``Blue has no
+    legal placement``, ``both passed: Black 14 groups, White 11; fewer groups wins``."""
+    ending = state.ending
+    return ending.text if ending is not None else ""
+
+
+def pass_consequence(state: engine.State, me: int) -> str | None:
+    """What passing now would do for ``me`` if it ends the game (the engine's ending of the
+    state after the pass): ``Your opponent passed: passing now ends the game, and you lose
+    (both passed: ...).``; None if a pass would not end it (or is not legal)."""
+    ending = state.ending_if(notation.PASS)
+    if ending is None:
+        return None
+    lead = "Your opponent passed: passing" if state.last_move == notation.PASS else "Passing"
+    outcome = "win" if ending.winner == me else "lose"
+    return f"{lead} now ends the game, and you {outcome} ({ending.text})."
+
+
+def only_pass(state: engine.State) -> bool:
+    """Is passing the only legal move here (the engine's list, without listing them all)?"""
+    legal = state.legal_moves_upto(1)
+    return legal is not None and [str(m) for m in legal] == [notation.PASS]
 
 
 def result_text(game: str, players: Sequence[Player], result: p.Result | None,
                 final: engine.State | None = None) -> str:
-    """How the game ended, in words: ``Red (alice) wins: Blue resigned.``; with the final
-    position, a game the rules ended says why (``by the rules: two passes in a row; ...``)."""
+    """How the game ended, in words: ``Red (alice) wins: Blue resigned.``; a game the rules
+    ended says why and by how much: the result's ``ending`` (the server's), else the
+    engine's ending of the ``final`` state."""
     if result is None:
         return "The game is still going on."
     if result.winner is None:
@@ -255,8 +269,10 @@ def result_text(game: str, players: Sequence[Player], result: p.Result | None,
     winner, loser = result.winner, 1 - result.winner
     who = f"{colours[winner]} ({players[winner][0]}) wins"
     rules = "by the rules"
-    if final is not None and final.is_over and final.ply:
-        rules += f" ({ending_text(final)})"
+    if result.ending is not None:
+        rules = result.ending.text
+    elif final is not None and final.ending is not None:
+        rules = final.ending.text
     why = {
         "normal": rules,
         "resign": f"{colours[loser]} resigned",

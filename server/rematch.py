@@ -31,7 +31,8 @@ class RematchOffers(Protocol):
 
     async def accept(self, user_id: int, game_id: str) -> None: ...
 
-    async def decline(self, user_id: int, game_id: str) -> None: ...
+    async def decline(self, user_id: int, game_id: str, message: str | None = None
+                      ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +77,12 @@ class Rematches:
         self._tell(room, p.RematchEnded(game_id=game_id, reason="accepted",
                                         new_game_id=new.game_id))
 
-    async def decline(self, user_id: int, game_id: str) -> None:
-        """Refuse the other's offer, or withdraw one's own."""
+    async def decline(self, user_id: int, game_id: str, message: str | None = None) -> None:
+        """Refuse the other's offer, or withdraw one's own (``message``: why, passed on)."""
         room, _ = await finished_seat(self._games, user_id, game_id)
         if self._offers.pop(game_id, None) is None:
             raise refuse(p.ErrorCode.NOT_FOUND, "no rematch offer for this game", game_id)
-        self._tell(room, p.RematchEnded(game_id=game_id, reason="declined"))
+        self._tell(room, p.RematchEnded(game_id=game_id, reason="declined", message=message))
 
     def member_left(self, user_id: int) -> None:
         """A player's last connection closed: their offers (either way) lapse."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import engine
 from protocol import (
     ChatMessage,
+    Ending,
     ErrorCode,
     GameOver,
     GameStarted,
@@ -497,12 +498,13 @@ class GameRoom:
         that is over): update the room and tell everyone."""
         self.seq = seq
         self.status = status
-        self.result = Result(winner=cast(Any, winner), reason=cast(Any, reason))
+        ending = Ending.of(self.state.ending) if reason == "normal" else None
+        self.result = Result(winner=cast(Any, winner), reason=cast(Any, reason), ending=ending)
         self.rating_changes = changes
         self.close()
         self.broadcast(GameOver(game_id=self.game_id, seq=self.seq, winner=cast(Any, winner),
                                 reason=cast(Any, reason),
-                                rating_changes=rating_updates(changes)))
+                                rating_changes=rating_updates(changes), ending=ending))
         if changes is not None and self._context.on_rated is not None:
             self._context.on_rated(self, changes)
         self._metrics.games_finished.labels(reason=reason).inc()

@@ -16,7 +16,7 @@ import contextlib
 import os
 
 import protocol as p
-from clients import events, notation
+from clients import events, notation, render
 from clients.connection import Disconnected, ServerError
 from clients.live import GameView
 from clients.play.commands import COMMANDS, UsageError
@@ -178,6 +178,13 @@ class PlayClient:
             parsed = view.state.parse_move(text)
         except ValueError as exc:
             raise UsageError(f"Illegal move {text!r}: {exc}") from None
+        if parsed.text == notation.PASS and view.me is not None:
+            consequence = render.pass_consequence(view.state, view.me)
+            if consequence is not None:
+                self.say(consequence)
+                if not await self.confirm("Pass and end the game?"):
+                    self.say("Not passed.")
+                    return
         await self.games.send_move(view, parsed.text)
 
     async def confirm(self, question: str) -> bool:

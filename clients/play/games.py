@@ -229,7 +229,8 @@ class Games:
 
     async def on_rematch_ended(self, ev: p.RematchEnded) -> None:
         if ev.reason != "accepted":
-            self.say(f"The rematch offer of game {ev.game_id} {ev.reason}.")
+            why = f": {ev.message}" if ev.message else ""
+            self.say(f"The rematch offer of game {ev.game_id} {ev.reason}{why}.")
 
     async def on_chat_message(self, ev: p.ChatMessage) -> None:
         view = self.views.get(ev.game_id)

@@ -53,6 +53,8 @@ class GameResult:
     winner: int | None
     reason: str
     moves: tuple[str, ...]
+    ending: str | None = None
+    """How the rules decided it (reason ``normal``), in the engine's words."""
 
     @property
     def won(self) -> bool | None:
@@ -306,7 +308,7 @@ class GameSession:
 
     async def on_game_over(self, event: p.GameOver) -> None:
         if await self._fresh(event):
-            self._over(p.Result(winner=event.winner, reason=event.reason))
+            self._over(p.Result(winner=event.winner, reason=event.reason, ending=event.ending))
 
     async def on_chat_message(self, event: p.ChatMessage) -> None:
         if await self._fresh(event):
@@ -446,4 +448,5 @@ class GameSession:
             game_id=self.game_id, game=snap.game, options=dict(snap.options), clock=snap.clock,
             players=(snap.players[0].name, snap.players[1].name), seat=self.seat,
             winner=result.winner, reason=result.reason,
-            moves=self.state.moves if self.state is not None else ())
+            moves=self.state.moves if self.state is not None else (),
+            ending=result.ending.text if result.ending is not None else None)

@@ -187,15 +187,30 @@ class BotRunner:
             log.error("could not join the ladder: %s", exc)
 
     async def _answer_rematch(self, event: p.RematchOffered) -> None:
-        """Accept an opponent's rematch offer if the policy says so and a slot is free."""
-        accept = (self.policy.rematches and not self.stopping
-                  and self.active() < self.policy.max_games)
-        kind = p.AcceptRematch if accept else p.DeclineRematch
+        """Accept an opponent's rematch offer if the policy says so and a slot is free;
+        else decline it saying why."""
+        why = self._rematch_refusal()
         try:
-            await self.request(kind, game_id=event.game_id)
+            if why is None:
+                await self.request(p.AcceptRematch, game_id=event.game_id)
+            else:
+                log.info("declining the rematch of %s: %s", event.game_id, why)
+                await self.request(p.DeclineRematch, game_id=event.game_id, message=why)
         except Exception as exc:  # e.g. our own offer, or it lapsed meanwhile
             log.info("rematch of %s not %s: %s", event.game_id,
-                     "accepted" if accept else "declined", exc)
+                     "accepted" if why is None else "declined", exc)
+
+    def _rematch_refusal(self) -> str | None:
+        """Why this bot declines a rematch now (None: it accepts)."""
+        if not self.policy.rematches:
+            return "this bot does not play rematches (it runs without --rematch)"
+        if self.stopping:
+            return "the bot is shutting down"
+        busy = self.active()
+        if busy >= self.policy.max_games:
+            return f"busy: playing {busy} of at most {self.policy.max_games} games"
+        return None
+
     def _on_event(self, event: p.ServerMessage) -> None:
         try:
             events.dispatch(event, self.router, self.challenges, self.seeks)

@@ -99,12 +99,13 @@ class ClusterRematches:
             raise missing  # taken or withdrawn meanwhile
         await self._start(room)
 
-    async def decline(self, user_id: int, game_id: str) -> None:
-        """Refuse the other's offer, or withdraw one's own."""
+    async def decline(self, user_id: int, game_id: str, message: str | None = None) -> None:
+        """Refuse the other's offer, or withdraw one's own (``message``: why, passed on)."""
         room, _ = await finished_seat(self.cluster.app.games, user_id, game_id)
         if (await self._run_close(game_id, ""))[0] != b"closed":
             raise refuse(p.ErrorCode.NOT_FOUND, "no rematch offer for this game", game_id)
-        await self._tell(room, p.RematchEnded(game_id=game_id, reason="declined"))
+        await self._tell(room, p.RematchEnded(game_id=game_id, reason="declined",
+                                              message=message))
 
     def member_left(self, user_id: int) -> None:
         """A lone server's hook (a user's last connection on this node): on a cluster the

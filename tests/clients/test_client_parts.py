@@ -108,13 +108,20 @@ def test_no_hint_line_repeats_what_the_summary_lists() -> None:
 def test_why_a_game_ended() -> None:
     xodd = engine.replay("xodd", {"size": 2}, ["Ba1", "pass", "pass"])
     assert xodd.is_over
-    assert render.ending_text(xodd) == "two passes in a row; groups: Black 1, White 0; " \
-                                       "stones: Black 1, White 0"
+    said = "both passed: Black 1 group, White 0; fewer groups wins"
+    assert render.ending_text(xodd) == said  # the engine's words, no rule copied here
+    players = [("alice", "human"), ("bob", "human")]
+    normal = p.Result(winner=1, reason="normal")
+    assert render.result_text("xodd", players, normal, xodd) == f"White (bob) wins: {said}."
+    told = p.Result.of(xodd.ending)  # type: ignore[arg-type]  # as the server sends it
+    assert render.result_text("xodd", players, told) == f"White (bob) wins: {said}."
+    assert render.result_text("xodd", players, p.Result(winner=0, reason="timeout")) == \
+        "Black (alice) wins: White ran out of time."
     hadron = seeded("hadron", 0, size=3)
     while not hadron.is_over:
         hadron = hadron.play(hadron.legal_moves()[0])
     colour = hadron.game.players[hadron.to_move]
-    assert render.ending_text(hadron).startswith(f"{colour} has no legal move; tiles: ")
+    assert render.ending_text(hadron) == f"{colour} has no legal placement"
 
 
 def test_rules_come_from_the_registry() -> None:

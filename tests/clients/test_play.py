@@ -109,8 +109,8 @@ def test_full_hadron_game_with_errors_and_chat(live_server: LiveServer,
     assert shown_errors
     outcome = "You won!" if state.winner == seat else "You lost."
     loser = ("Red", "Blue")[state.to_move]  # why the rules ended it, and the tally
-    child.expect(rf"Game over: (Red|Blue) \(guest-\w+\) wins: by the rules \({loser} has no "
-                 rf"legal move; tiles: Red \d+, Blue \d+\)\. {outcome}")
+    child.expect(rf"Game over: (Red|Blue) \(guest-\w+\) wins: {loser} has no legal "
+                 rf"placement\. {outcome}")
     over = opponent.wait_for(p.GameOver, game_id=game_id)
     assert (over.winner, over.reason) == (state.winner, "normal")
 
@@ -443,12 +443,18 @@ def play_out(child: pexpect.spawn, game: str, options: dict[str, int | str], sea
         if mine:
             move = str(rng.choice(state.legal_moves()))
             child.sendline(move)
+            if move == "pass" and state.ending_if("pass") is not None:
+                child.expect(r"passing now ends the game, and you (win|lose) \(both passed: "
+                             r"[^\n]+\)\.")
+                child.expect(r"Pass and end the game\? \[y/N\]")
+                child.sendline("y")
         child.expect(rf"last move: {state.ply + 1}\. (\S+) \(\w+\)")
         shown = child.match.group(1)
         assert not mine or shown == move
         state = state.play(shown)
     outcome = "You won!" if state.winner == seat else "You lost."
-    child.expect(rf"Game over: \w+ \(guest-\w+\) wins: by the rules \([^)]+\)\. {outcome}")
+    child.expect(rf"Game over: \w+ \(guest-\w+\) wins: (both passed: [^\n]+ wins|[^\n]+, "
+                 rf"who passed last|\w+ has no legal placement)\. {outcome}")
     return state, pid
 
 
@@ -606,3 +612,43 @@ def test_a_client_idle_before_logging_in_connects_again_when_a_command_needs_it(
         child.expect(pexpect.EOF)
     finally:
         server.stop()
+
+
+def test_a_pass_that_ends_the_game_is_confirmed_with_its_consequence(
+        live_server: LiveServer, scripted_player: Scripted) -> None:
+    """Hexifact after c3 d3 e3 pass: Black's only legal move is to pass, and it ends the
+    game; the program says both (from the engine) and asks before passing."""
+    child = spawn_play(live_server.url, "--guest", "--no-color")
+    me = log_in_as_guest(child)
+    opponent = scripted_player(live_server.url)
+    opponent.guest()
+    sent = opponent.call(p.Challenge, to=me, game="hexifact", options={},
+                         clock=p.Unlimited(), color=1)
+    assert isinstance(sent, p.ChallengeCreated)
+    child.expect("challenges you to Hexifact")
+    child.sendline("accept")
+    started = opponent.wait_for(p.GameStarted)
+    child.expect(rf"Game {started.game_id} started: you play Black")
+    game_id = started.game_id
+    for ply, move in enumerate(["c3", "d3", "e3", "pass"]):
+        if ply % 2 == 0:
+            child.sendline(move)
+            opponent.wait_for(p.Moved, game_id=game_id, ply=ply)
+        else:
+            opponent.move(game_id, ply, move)
+        expect_move_shown(child, ply, move)
+    ending = ("both passed: Black 1 x 1 = 1, White 0 (one group); the higher score wins")
+    child.expect(r"Your only legal move is to pass: type 'pass'\. Your opponent passed: "
+                 rf"passing now ends the game, and you win \({re.escape(ending)}\)\.")
+    child.sendline("pass")
+    child.expect(rf"passing now ends the game, and you win \({re.escape(ending)}\)\.")
+    child.expect(r"Pass and end the game\? \[y/N\]")
+    child.sendline("n")
+    child.expect("Not passed.")
+    child.sendline("pass")
+    child.expect(r"Pass and end the game\? \[y/N\]")
+    child.sendline("y")
+    over = opponent.wait_for(p.GameOver, game_id=game_id)
+    assert over.ending == p.Ending(how="passes", scores=(1, 0), text=ending)
+    child.expect(rf"Game over: Black \(guest-\w+\) wins: {re.escape(ending)}\. You won!")
+    child.sendline("quit")

@@ -76,8 +76,10 @@ RATING_UPDATES = st.builds(
 def records(draw: st.DrawFn) -> MatchRecord:
     game, options = draw(st.sampled_from(CONFIGS))
     state = seeded_game(game, options, draw(st.integers(0, 2**32)), draw(st.integers(0, 80)))
+    ending = None
     if state.is_over:
         termination, winner = "normal", state.winner
+        ending = draw(st.none() | st.just(state.ending.text))  # type: ignore[union-attr]
     else:
         termination = draw(st.sampled_from(["unterminated", "resign", "timeout", "abandon",
                                             "abort"]))
@@ -88,7 +90,7 @@ def records(draw: st.DrawFn) -> MatchRecord:
         game=game, options=options, players=(draw(NAMES), draw(NAMES)), date=draw(DATES),
         game_id=draw(st.none() | NAMES), player_kinds=draw(st.none() | st.tuples(NAMES, NAMES)),
         time_control=draw(TIME_CONTROLS), winner=winner, termination=termination, moves=moves,
-        rated=(rated := draw(st.booleans())),
+        ending=ending, rated=(rated := draw(st.booleans())),
         rating_changes=draw(st.none() | st.tuples(RATING_UPDATES, RATING_UPDATES))
         if rated else None,
     )
@@ -417,7 +419,7 @@ def test_verify_checks_the_result() -> None:
     base = record_from_state(state, players=("a", "b"), date=utc_date())
     wrong = replace(base, winner=loser)
     assert "the rules give the win to" in verify(wrong).problems[0]
-    resigned = replace(base, termination="resign")
+    resigned = replace(base, termination="resign", ending=None)
     assert "termination should be normal" in verify(resigned).problems[0]
     half = seeded_game("hadron", {}, 3, 4)
     early = record_from_state(half, players=("a", "b"), date=utc_date(), termination="normal",
@@ -472,3 +474,19 @@ def test_a_rated_record_carries_both_rating_changes() -> None:
     assert "Rated" not in format_record(casual) and "rated" not in to_dict(casual)
     with pytest.raises(RecordError, match="not rated"):
         replace(record, rated=False)
+
+
+def test_a_record_says_how_the_rules_ended_the_game_and_verify_checks_it() -> None:
+    state = engine.replay("xodd", {"size": 3}, ["Bb2", "pass", "pass"])
+    record = record_from_state(state, players=("alice", "bob"), date="2026-12-01T10:00:00Z")
+    said = "both passed: Black 1 group, White 0; fewer groups wins"
+    assert record.ending == said
+    text = format_record(record)
+    assert f'[Ending "{said}"]' in text
+    assert parse_record(text) == record
+    assert from_json(to_json(record)) == record and to_dict(record)["ending"] == said
+    assert verify(record).ok
+    edited = replace(record, ending="both passed: Black 0 groups, White 1; fewer groups wins")
+    assert "the rules say 'both passed: Black 1 group" in verify(edited).problems[0]
+    with pytest.raises(RecordError, match="an ending is given for a game whose termination"):
+        replace(record, termination="resign")

@@ -108,6 +108,9 @@ async def check_stored(server: ServerProcess, result: GameResult) -> None:
     if result.reason == "normal":
         final = engine.replay(result.game, result.options, result.moves)
         assert final.is_over and final.winner == result.winner
+        assert final.ending is not None and result.ending == final.ending.text
+    else:
+        assert result.ending is None
 
 
 # -- whole games ----------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ def finish(table: Table, server: WebServer) -> p.Record:
     assert isinstance(reply, p.GameRecord)
     record = reply.record
     assert [m.move for m in record.moves] == list(table.state.moves)
-    assert record.result == p.Result(winner=table.state.winner, reason="normal")
+    assert table.state.ending is not None
+    assert record.result == p.Result.of(table.state.ending)
     return record
 
 
