@@ -133,7 +133,8 @@ class GameSession:
         self.bot: Bot | None = None
         self.clocks_ms: tuple[int, int] | None = None
         self.clocks_at = 0.0
-        self.over = False
+        self.over = False  # the task is done with the game (it read game_over, or gave up)
+        self.ended = False  # the connection read the game's game_over (the task may not yet)
         self.result: p.Result | None = None
         self.unacked: tuple[int, str] | None = None  # a move sent but not seen played
         self.resend = False
@@ -160,6 +161,7 @@ class GameSession:
                 except Exception:
                     log.exception("%s: the bot's game_over failed", self.game_id)
                 self.runner.bots.give_back(self.bot)
+                self.bot = None
             self.over = True
             self.runner.game_ended(self, result)
 
@@ -373,7 +375,7 @@ class GameSession:
             return
         if self.bot is None:
             try:
-                self.bot = self.runner.bots.take()
+                self.bot = await self.runner.take_bot()
                 await asyncio.to_thread(self.bot.new_game, snapshot.game,
                                         dict(snapshot.options), self.seat)
             except Exception:

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -258,6 +259,73 @@ async def test_the_policy_declines_games_clocks_senders_and_a_busy_bot(
         await alpha.close()
 
 
+class SlowStarter(RandomBot):
+    """A random bot whose ``new_game`` waits until ``go`` is set: its game's task is held
+    there while the game's later events queue up in its inbox."""
+
+    name = "slow-starter"
+
+    def __init__(self) -> None:
+        super().__init__(seed=1)
+        self.starting = threading.Event()
+        self.go = threading.Event()
+
+    def new_game(self, game: str, options: dict[str, Any], seat: int) -> None:
+        self.starting.set()
+        self.go.wait(20)
+
+
+async def test_a_challenge_sent_after_game_over_is_accepted_though_the_game_task_lags(
+        server_proc: ServerProcess) -> None:
+    """The slot of a game is free once the connection has read its ``game_over``, whether
+    or not the game's task has (issue 23.15): a challenger who challenges the moment it sees
+    ``game_over`` is accepted by a bot playing at most one game, here while the task of the
+    game that ended is still held in the bot's ``new_game``."""
+    bot = SlowStarter()
+    eta = make_runner(server_proc, "eta", bot, policy=Policy(max_games=1))
+    delta = await client(server_proc, "delta")
+
+    async def answer(challenge_id: int) -> tuple[str, str | None, str | None]:
+        """How eta answered: the reason, the decline's message, the game if accepted."""
+        game_id = None
+        while True:
+            event = await delta.next_event(10)
+            if isinstance(event, p.GameStarted):
+                game_id = event.game_id
+            if isinstance(event, p.ChallengeEnded) and event.challenge_id == challenge_id:
+                if event.reason == "accepted" and game_id is None:
+                    game_id = (await delta.wait_for(p.GameStarted)).game_id
+                return event.reason, event.message, game_id
+
+    async def challenge() -> int:
+        created = await delta.call(p.Challenge, to="eta", game="hadron", options={"size": 5},
+                                   clock=CLOCK)
+        assert isinstance(created, p.ChallengeCreated)
+        return created.challenge_id
+
+    try:
+        async with running(eta):
+            try:
+                reason, _, first = await answer(await challenge())
+                assert reason == "accepted" and first is not None
+                await until(bot.starting.is_set, what="the bot's new_game")
+                await delta.call(p.Resign, game_id=first)
+                await delta.wait_for(p.GameOver, game_id=first)
+                second = await challenge()  # the moment delta sees the game over
+                reason, message, game_id = await answer(second)
+                assert (reason, message) == ("accepted", None)
+                assert eta.games[first].ended and not eta.games[first].over  # still held
+                bot.go.set()
+                assert (await asyncio.wait_for(eta.result(first), 10)).won
+                await delta.call(p.Resign, game_id=game_id)
+                assert (await asyncio.wait_for(eta.result(game_id), 10)).won
+                assert len(eta.bots.made) == 1  # the second game waited for the first's bot
+            finally:
+                bot.go.set()  # a failure above must not hold the runner's stop
+    finally:
+        await delta.close()
+
+
 @pytest.mark.parametrize("bot", [IllegalBot(), CrashingBot(), ResigningBot()],
                          ids=lambda b: b.name)
 async def test_a_bot_that_plays_illegally_raises_or_resigns_loses_by_resignation(
@@ -317,20 +385,6 @@ async def challenge_when_online(runner: BotRunner, to: str, game: str,
             if e.code != p.ErrorCode.NOT_FOUND or time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.1)
-
-
-async def challenge_when_free(runner: BotRunner, to: str, game: str, options: dict[str, Any],
-                              clock: p.TimeControl) -> str:
-    """Challenge ``to`` once it has taken in the end of its last game: the challenger may
-    hear ``game_over`` before the bot does, and a bot at its game limit declines "busy"."""
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            return await runner.challenge(to, game, options, clock)
-        except ChallengeDeclined as e:
-            if "busy" not in str(e) or time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
 
 
 @pytest.mark.parametrize("extra", [[], ["--move-time", "0.1"]], ids=["clock", "move-time"])
@@ -457,8 +511,9 @@ async def test_a_flood_of_challenges_costs_the_bot_neither_its_game_nor_its_stop
             first = await challenge_when_online(alpha, "zeta", "hadron")  # it is online
             await asyncio.wait_for(alpha.result(first), 60)
             tasks = [asyncio.create_task(flood(conn)) for conn in flooders]
-            game_id = await challenge_when_free(alpha, "zeta", "hadron", {"size": 7},
-                                                p.PerMove(per_move_ms=2000))
+            # zeta has read the game's end before the challenge: it is not "busy"
+            game_id = await alpha.challenge("zeta", "hadron", {"size": 7},
+                                            p.PerMove(per_move_ms=2000))
             result = await asyncio.wait_for(alpha.result(game_id), 60)
             assert (result.reason, result.winner is not None) == ("normal", True), result
             assert sent > 200  # the bot had far more challenges than it could decline
