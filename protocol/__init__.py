@@ -25,6 +25,7 @@ from protocol.codec import (
     encode,
     encode_trusted,
     load_value,
+    peek_type,
 )
 from protocol.errors import (
     CLOSE_GOING_AWAY,
@@ -303,6 +304,7 @@ __all__ = [
     "load_value",
     "parse_duration_ms",
     "parse_time_control",
+    "peek_type",
     "time_control_from_map",
     "trusted_event_frame",
 ]

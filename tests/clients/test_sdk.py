@@ -26,7 +26,6 @@ from clients.bots.base import Bot, TimeBudget
 from clients.bots.random_bot import RandomBot
 from clients.connection import Connection, ServerError
 from clients.sdk import BotRunner, GameResult, Policy, Resign, parse_seek
-from clients.sdk.challenges import ChallengeDeclined
 from clients.sdk.specs import budget_for, format_game_rules, parse_game_rules
 from tests.clients.faulty_bots import CrashingBot, IllegalBot
 from tests.clients.sdk_fixtures import ServerProcess, client, until
