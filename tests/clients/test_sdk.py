@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sqlite3
@@ -322,6 +323,59 @@ async def test_a_challenge_sent_after_game_over_is_accepted_though_the_game_task
             finally:
                 bot.go.set()  # a failure above must not hold the runner's stop
     finally:
+        await delta.close()
+
+
+class HeldBot(RandomBot):
+    """A random bot that chooses its first move once ``go`` is set, and counts the plies it
+    is asked to move at."""
+
+    name = "held"
+
+    def __init__(self) -> None:
+        super().__init__(seed=2)
+        self.go = threading.Event()
+        self.asked: list[int] = []
+
+    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
+        self.go.wait(20)
+        self.asked.append(state.ply)
+        return super().choose_move(state, budget)
+
+
+async def test_a_move_the_server_did_not_store_is_sent_again_as_it_was(
+        server_proc: ServerProcess, caplog: pytest.LogCaptureFixture) -> None:
+    """A move refused as ``not_stored`` (SQLite's write lock held by another connection, for
+    real) is sent again by the runner after ``retry_after_ms``, the same move, without asking
+    the bot again; it is played once the lock is gone (issue 23.19)."""
+    caplog.set_level(logging.INFO, logger="clients.sdk")
+    bot = HeldBot()
+    eta = make_runner(server_proc, "eta", bot, policy=Policy(max_games=1))
+    delta = await client(server_proc, "delta")
+    holder = sqlite3.connect(server_proc.directory / "sdk.db", isolation_level=None)
+    try:
+        async with running(eta):
+            try:
+                created = await delta.call(p.Challenge, to="eta", game="hadron",
+                                           options={"size": 5}, clock=CLOCK, color=1)
+                assert isinstance(created, p.ChallengeCreated)
+                game_id = (await delta.wait_for(p.GameStarted)).game_id
+                holder.execute("BEGIN IMMEDIATE")
+                bot.go.set()  # eta moves now, into the held lock
+                await until(lambda: any("not stored by the server" in r.getMessage()
+                                        for r in caplog.records), 30, "not_stored")
+                holder.execute("ROLLBACK")
+                moved = await delta.wait_for(p.Moved, 15, game_id=game_id)
+                assert moved.ply == 0 and bot.asked == [0]  # the bot was asked once
+                await delta.call(p.Resign, game_id=game_id)
+                result = await asyncio.wait_for(eta.result(game_id), 15)
+                assert result.won and result.moves == (moved.move,)
+            finally:
+                bot.go.set()
+    finally:
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
+        holder.close()
         await delta.close()
 
 
