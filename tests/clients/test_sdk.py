@@ -313,7 +313,7 @@ async def test_a_challenge_sent_after_game_over_is_accepted_though_the_game_task
                 await delta.wait_for(p.GameOver, game_id=first)
                 second = await challenge()  # the moment delta sees the game over
                 reason, message, game_id = await answer(second)
-                assert (reason, message) == ("accepted", None)
+                assert (reason, message) == ("accepted", None) and game_id is not None
                 assert eta.games[first].ended and not eta.games[first].over  # still held
                 bot.go.set()
                 assert (await asyncio.wait_for(eta.result(first), 10)).won
