@@ -281,7 +281,10 @@ class Session:
             if exc.close_code is not None:
                 self.close(exc.close_code, exc.message[:100])
             elif exc.code == p.ErrorCode.RATE_LIMITED and exc.retry_after_ms:
-                # refused by a limit of the address or the password queue: the same pause
+                # refused by a limit of the address or the password queue: the same pause,
+                # with nothing read meanwhile (a slow login may have made it read on)
+                if self._reader is not None and self._reader is not asyncio.current_task():
+                    await self._stop_reading_on()
                 await self.pause(exc.retry_after_ms / 1000)
             return
         except WriteFailed as exc:  # known and common under load: one line, no traceback
