@@ -3,8 +3,8 @@ holds SQLite's write lock on the server's own file, for real.
 
 A move that cannot be stored is refused as ``not_stored`` with ``retry_after_ms`` (nothing
 of it happened: send it again), in one line of the log; sent again once the lock is gone,
-it is played once. While a move waits for the lock, ``ping`` on the same connection is
-answered at once; any other request waits its turn behind the move.
+it is played once. So is a resignation. While a move waits for the lock, ``ping`` on the
+same connection is answered at once; any other request waits its turn behind the move.
 """
 
 from __future__ import annotations
@@ -48,19 +48,23 @@ async def test_a_move_the_database_cannot_store_is_refused_as_not_stored_and_res
     with write_lock(tmp_path / "tessera.db"):
         error = await b.refused(p.Move, game_id=game.game_id, ply=1, move="c3")
         refused = await a.refused(p.Move, game_id=game.game_id, ply=1, move="c3")
+        resign = await a.refused(p.Resign, game_id=game.game_id)
+    assert resign.code == "not_stored"  # nor a game's end
     assert (error.code, error.game_id) == ("not_stored", game.game_id), error
     assert error.retry_after_ms is not None and error.retry_after_ms > 0
     assert "send it again" in error.message
     assert refused.code == "not_your_turn"  # still b's turn: nothing happened
     server_logs = [r for r in caplog.records if r.name.startswith("server")]
     assert not [r for r in server_logs if r.exc_info], "a traceback was logged"
-    assert [r.getMessage() for r in server_logs if r.name == "server.rooms"] == [
+    assert sorted(r.getMessage() for r in server_logs if r.name == "server.rooms") == [
+        "end of the game (resign): not stored: (sqlite3.OperationalError) database is locked",
         "move: not stored: (sqlite3.OperationalError) database is locked"]
 
     ack = await b.call(p.Move, game_id=game.game_id, ply=1, move="c3")  # sent again
     assert isinstance(ack, p.MoveAck) and ack.ply == 1
     record = await game.record(b)
     assert [m.move for m in record.moves] == ["a1", "c3"]
+    assert record.status == "playing" and record.result is None  # the resign did nothing
 
 
 @one_backend
