@@ -322,7 +322,7 @@ _RATING_FIELDS = ("rating", "deviation", "volatility")
 
 
 def _rating_text(change: p.RatingUpdate) -> str:
-    """A rating change as its tag holds it: ``1500 350 0.06 -> 1662.31 290.32 0.05999919``
+    """A rating change as its tag holds it: ``1500 350 0.06 -> 1662.21 290.23 0.05999968``
     (rating, deviation, volatility before, then after; floats written to round-trip)."""
     def side(when: str) -> str:
         return " ".join(_number(getattr(change, f"{name}_{when}")) for name in _RATING_FIELDS)

@@ -43,7 +43,7 @@ from .ratelimit import AccountLimits, MemoryTokenBuckets
 from .rematch import Rematches, RematchOffers
 from .revocation import enforce_revocations
 from .rooms import GameRoom
-from .session import Session
+from .session import Handling, Session
 from .storage import GameRatings, Storage, open_storage, redact_url
 from .tasks import Tasks
 from .wsio import Outbox
@@ -82,6 +82,7 @@ class App:
         self.routes = Routes(metrics, settings, self.admission)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
+        self.handling = Handling()  # requests in progress; pings pass the slow ones
         # an account's budgets over all its connections
         # (a cluster node's are shared with the other nodes: cluster.node)
         self.account_requests: AccountLimits = MemoryTokenBuckets(settings.account_rate,
@@ -242,6 +243,7 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                                 name="tessera-revocations")
                 app.tasks.spawn(app.ladder.run(settings.ladder_round_s), name="tessera-ladder")
                 app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
+                app.tasks.spawn(app.handling.run(), name="tessera-read-on")
                 app.tasks.spawn(memory.DropWatch(app.crowd, app.hand_back_memory,
                                                  peak=app.crowd_peak).run(),
                                 name="tessera-memory-drop")

@@ -10,6 +10,7 @@ game event: it is the event sink for ``game_started``, ``game_state``, ``moved``
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 
@@ -39,6 +40,7 @@ class Games:
         self.current: str | None = None
         self.seqs = p.GameSeqs()
         self.unsent: tuple[str, int, str] | None = None  # a move lost in a dropped connection
+        self.resending: set[asyncio.Task[None]] = set()  # moves the server did not store
         self.last_over: str | None = None  # our last game that ended: 'rematch' is about it
 
     # -- questions ----------------------------------------------------------------------------
@@ -145,11 +147,33 @@ class Games:
             await self.send_move(view, move)
 
     async def send_move(self, view: GameView, move: str) -> None:
+        ply = view.state.ply
         try:
-            await self.link.call(p.Move, game_id=view.game_id, ply=view.state.ply, move=move)
+            await self.link.call(p.Move, game_id=view.game_id, ply=ply, move=move)
         except Disconnected:
-            self.unsent = (view.game_id, view.state.ply, move)
+            self.unsent = (view.game_id, ply, move)
             self.say(f"The connection dropped; {move} will be sent again once reconnected.")
+        except ServerError as exc:
+            if exc.code != p.ErrorCode.NOT_STORED:
+                raise
+            wait_s = (exc.retry_after_ms or 1000) / 1000
+            self.say(f"The server could not store your move {move} (its database is busy); "
+                     f"sending it again in {wait_s:g} s.")
+            task = asyncio.get_running_loop().create_task(
+                self._send_again(view.game_id, ply, move, wait_s))
+            self.resending.add(task)
+            task.add_done_callback(self.resending.discard)
+
+    async def _send_again(self, game_id: str, ply: int, move: str, wait_s: float) -> None:
+        """Send a move the server did not store again, if its game still waits for it."""
+        await asyncio.sleep(wait_s)
+        view = self.view(game_id)
+        if view is None or view.over or view.state.ply != ply or not view.my_turn:
+            return
+        try:
+            await self.send_move(view, move)
+        except ServerError as exc:
+            self.say(f"Your move {move} was refused ({exc.code}): {exc.message}")
 
     # -- events (clients.events) --------------------------------------------------------------
     async def on_game_state(self, ev: p.GameState) -> None:

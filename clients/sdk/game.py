@@ -117,8 +117,13 @@ class Resync:
     since_zero: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class SendAgain:
+    """Inbox item: send again the move the server did not store (``not_stored``)."""
+
+
 Item = (p.GameStarted | p.Moved | p.GameOver | p.ChatMessage | p.OpponentLeft
-        | p.OpponentBack | p.GameState | Resync)
+        | p.OpponentBack | p.GameState | Resync | SendAgain)
 
 
 class GameSession:
@@ -135,7 +140,8 @@ class GameSession:
         self.bot: Bot | None = None
         self.clocks_ms: tuple[int, int] | None = None
         self.clocks_at = 0.0
-        self.over = False
+        self.over = False  # the task is done with the game (it read game_over, or gave up)
+        self.ended = False  # the connection read the game's game_over (the task may not yet)
         self.result: p.Result | None = None
         self.unacked: tuple[int, str] | None = None  # a move sent but not seen played
         self.resend = False
@@ -162,6 +168,7 @@ class GameSession:
                 except Exception:
                     log.exception("%s: the bot's game_over failed", self.game_id)
                 self.runner.bots.give_back(self.bot)
+                self.bot = None
             self.over = True
             self.runner.game_ended(self, result)
 
@@ -250,7 +257,13 @@ class GameSession:
         except Disconnected:
             return  # resent after the reconnect's resume
         except ServerError as e:
-            if e.code == p.ErrorCode.ILLEGAL_MOVE:
+            if e.code == p.ErrorCode.NOT_STORED:  # nothing happened: the same move, later
+                wait_s = (e.retry_after_ms or 1000) / 1000
+                log.info("%s: move %s at ply %d not stored by the server; sending it again "
+                         "in %.1f s", self.game_id, text, ply, wait_s)
+                asyncio.get_running_loop().call_later(
+                    wait_s, self.inbox.put_nowait, SendAgain())
+            elif e.code == p.ErrorCode.ILLEGAL_MOVE:
                 log.error("%s: the server refused %s at ply %d as illegal: %s; resigning",
                           self.game_id, text, ply, e.message)
                 await self._resign(f"illegal move {text!r}")
@@ -278,6 +291,9 @@ class GameSession:
 
     # -- events --------------------------------------------------------------------------------
     async def _handle(self, item: Item) -> None:
+        if isinstance(item, SendAgain):
+            self.resend = self.unacked is not None  # unless played or given up meanwhile
+            return
         if isinstance(item, Resync):
             await self._resync(since_zero=item.since_zero)
             if self.resigning is not None and not self.over:
@@ -375,7 +391,7 @@ class GameSession:
             return
         if self.bot is None:
             try:
-                self.bot = self.runner.bots.take()
+                self.bot = await self.runner.take_bot()
                 await asyncio.to_thread(self.bot.new_game, snapshot.game,
                                         dict(snapshot.options), self.seat)
             except Exception:

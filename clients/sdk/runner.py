@@ -33,7 +33,7 @@ from typing import Any
 
 import protocol as p
 from clients import events
-from clients.bots.base import Resign
+from clients.bots.base import Bot, Resign
 from clients.connection import DEFAULT_URL, Connection
 
 from .botpool import BotPool, BotSource
@@ -230,7 +230,23 @@ class BotRunner:
         game.inbox.put_nowait(item)
 
     def _playing(self) -> int:
-        return sum(not g.over for g in self.games.values())
+        """Games in progress as the server has told them: a game stops counting when the
+        connection reads its ``game_over``, before any later frame is handled (its task may
+        still be telling the bot), so a challenge sent after the game ended finds it free."""
+        return sum(not (g.over or g.ended) for g in self.games.values())
+
+    def ended_at_server(self, game_id: str) -> None:
+        """The connection has read that game ``game_id`` is over: its slot is free."""
+        game = self.games.get(game_id)
+        if game is not None and not game.ended:
+            game.ended = True
+            self._slots_changed()
+
+    async def take_bot(self) -> Bot:
+        """A bot for a game starting: an idle one, the one of a game that has just ended
+        (once its task has told it so), or a new one."""
+        return await self.bots.take(coming_back=lambda: any(
+            g.ended and g.bot is not None for g in self.games.values()))
 
     def _start_session(self, game_id: str) -> GameSession:
         game = GameSession(self, game_id)
@@ -266,7 +282,9 @@ class BotRunner:
         self._slots_changed()
 
     def _check_done(self) -> None:
-        if self.stopping and self.active() == 0 and self.seeks.withdrawn:
+        """Done when stopping, every game's task has ended and no accepted game is due."""
+        if (self.stopping and not self.games and self.challenges.pending_accepts() == 0
+                and self.seeks.withdrawn):
             self._done.set()
 
 
@@ -281,6 +299,8 @@ class EventRouter:
 
     def on_game_state(self, event: p.GameState) -> None:
         self.runner.route(event.game.game_id, event)
+        if event.game.result is not None:
+            self.runner.ended_at_server(event.game.game_id)
 
     def on_game_started(self, event: p.GameStarted) -> None:
         runner = self.runner
@@ -291,7 +311,11 @@ class EventRouter:
     def on_moved(self, event: p.GameEvent) -> None:
         self.runner.route(event.game_id, event)
 
-    on_game_over = on_chat_message = on_opponent_left = on_opponent_back = on_moved
+    def on_game_over(self, event: p.GameOver) -> None:
+        self.runner.route(event.game_id, event)
+        self.runner.ended_at_server(event.game_id)
+
+    on_chat_message = on_opponent_left = on_opponent_back = on_moved
 
     def on_error(self, event: p.ErrorReply) -> None:  # answers a request it could not read
         log.warning("server error for no known request: %s: %s", event.code, event.message)

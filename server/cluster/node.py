@@ -60,7 +60,7 @@ from server import collector, wire
 from server.app import running_server
 from server.config import Settings
 from server.revocation import close_revoked
-from server.rooms import GameRoom, Player
+from server.rooms import NOT_STORED_RETRY_MS, GameRoom, Player
 
 from .bus import UNKNOWN_OP, Bus
 from .config import ClusterSettings
@@ -875,7 +875,8 @@ def client_error(exc: RemoteError, game_id: str) -> p.ProtocolError:
         code = p.ErrorCode(exc.code)
     except ValueError:
         code = p.ErrorCode.INTERNAL_ERROR
-    return p.ProtocolError(exc.message, code=code, game_id=game_id)
+    retry = NOT_STORED_RETRY_MS if code is p.ErrorCode.NOT_STORED else None
+    return p.ProtocolError(exc.message, code=code, game_id=game_id, retry_after_ms=retry)
 
 
 def unavailable(game_id: str | None, exc: BaseException) -> p.ProtocolError:

@@ -11,6 +11,7 @@ import os
 import random
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -272,6 +273,39 @@ def test_reconnects_and_resumes_after_a_server_restart(
     time.sleep(1.2)
     child.sendline("claim")
     child.expect(rf"Game over: {mine} \(guest-\w+\) wins: {theirs} left the game\. You won!")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
+def test_a_move_the_server_did_not_store_is_sent_again(
+        live_server_factory: Callable[..., LiveServer], scripted_player: Scripted) -> None:
+    """SQLite's write lock held by another connection (for real) while the move is sent:
+    the server refuses it as not_stored, the program says so and sends it again by itself
+    once the wait is over; it is played when the lock is gone (issue 23.19)."""
+    server = live_server_factory()
+    child = spawn_play(server.url, "--guest", "--no-color")
+    me = log_in_as_guest(child)
+    opponent = scripted_player(server.url)
+    opponent.guest()
+    game_id, seat = start_game(child, opponent, me, "hadron size=5 10m+5s")
+    ply = 0
+    if seat == 1:
+        opponent.move(game_id, 0, "a1")
+        expect_move_shown(child, 0, "a1")
+        ply = 1
+    holder = sqlite3.connect(server.directory / "tessera.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        child.sendline("c3")
+        child.expect(r"The server could not store your move c3 \(its database is busy\); "
+                     r"sending it again in 1 s\.")
+        holder.execute("ROLLBACK")
+        opponent.wait_for(p.Moved, game_id=game_id, ply=ply, move="c3")
+        expect_move_shown(child, ply, "c3")
+    finally:
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
+        holder.close()
     child.sendline("quit")
     child.expect(pexpect.EOF)
 

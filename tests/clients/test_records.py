@@ -457,18 +457,18 @@ def test_docs_examples_parse_verify_and_are_canonical() -> None:
 
 def test_a_rated_record_carries_both_rating_changes() -> None:
     changes = (p.RatingUpdate(rating_before=1500, deviation_before=350, volatility_before=0.06,
-                              rating_after=1662.31, deviation_after=290.32,
-                              volatility_after=0.05999919),
+                              rating_after=1662.21, deviation_after=290.23,
+                              volatility_after=0.05999968),
                p.RatingUpdate(rating_before=1500, deviation_before=350, volatility_before=0.06,
-                              rating_after=1337.69, deviation_after=290.32,
-                              volatility_after=0.05999919))
+                              rating_after=1337.79, deviation_after=290.23,
+                              volatility_after=0.05999968))
     record = MatchRecord(game="hadron", players=("alice", "bob"), date="2026-12-01T10:00:00Z",
                          winner=0, termination="resign", rated=True, rating_changes=changes)
     text = format_record(record)
     assert '[Rated "yes"]' in text
-    assert '[RedRating "1500 350 0.06 -> 1662.31 290.32 0.05999919"]' in text
+    assert '[RedRating "1500 350 0.06 -> 1662.21 290.23 0.05999968"]' in text
     assert parse_record(text) == record
-    assert to_dict(record)["rating_changes"][1]["rating_after"] == 1337.69
+    assert to_dict(record)["rating_changes"][1]["rating_after"] == 1337.79
     assert from_json(to_json(record)) == record
     casual = replace(record, rated=False, rating_changes=None)
     assert "Rated" not in format_record(casual) and "rated" not in to_dict(casual)

@@ -286,6 +286,11 @@ EXAMPLES: dict[str, p.Message] = {
     "error_rate_limited": p.ErrorReply(
         id=17, code="rate_limited", message="too many requests", retry_after_ms=250
     ),
+    "error_not_stored": p.ErrorReply(
+        id=11, code="not_stored",
+        message="the move was not stored (the database is busy); send it again",
+        retry_after_ms=1000, game_id=GAME_ID,
+    ),
     # Reconnecting and watching
     "resume": p.Resume(id=3, game_id=GAME_ID, since_seq=4),
     "watch": p.Watch(id=20, game_id=GAME_ID),

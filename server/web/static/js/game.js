@@ -452,13 +452,24 @@ export class GameView {
 
   // -- moves and positions -----------------------------------------------------------------
   async play(text) {
-    const snap = this.snap;
+    const ply = this.snap.ply;
     try {
-      await this.conn.request("move", { game_id: this.gameId, ply: snap.ply, move: text });
+      await this.conn.request("move", { game_id: this.gameId, ply, move: text });
     } catch (err) {
+      if (err.code === "not_stored") return this._playAgain(text, ply, err.reply.retry_after_ms || 1000);
       if (err.code === "stale_ply") this.load();
       this.input.say(err.message);
     }
+  }
+
+  /** The server could not store the move (its database was busy): nothing happened, so it
+   * is sent again after the wait the server asks for, while the game still waits for it. */
+  _playAgain(text, ply, waitMs) {
+    this.input.say(`The server could not store ${text} (its database is busy): sending it again in ${Math.ceil(waitMs / 1000)} s.`);
+    setTimeout(() => {
+      const snap = this.snap;
+      if (snap && snap.status !== "over" && snap.ply === ply && snap.to_move === this.seat()) this.play(text);
+    }, waitMs);
   }
 
   async check(text) {
