@@ -342,16 +342,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                             house_bots=[b for b in args.house_bots.split(",") if b.strip()],
                             **limit_settings(args))  # type: ignore[arg-type]
         raise_fd_limit()
-        with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
-            if args.cluster:
-                from .cluster.node import run_node
+        from .app import CannotListen
+        from .storage.sole import DatabaseInUse
 
-                runner.run(run_node(settings, cluster_config.ClusterSettings(
-                    args.cluster, args.cluster_name, args.node_id or
-                    cluster_config.default_node_id(), lease_ms=args.lease_ms),
-                    args.ready_file))
-            else:
-                runner.run(run_server(settings, args.ready_file))
+        try:
+            with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
+                if args.cluster:
+                    from .cluster.node import run_node
+
+                    runner.run(run_node(settings, cluster_config.ClusterSettings(
+                        args.cluster, args.cluster_name, args.node_id or
+                        cluster_config.default_node_id(), lease_ms=args.lease_ms),
+                        args.ready_file))
+                else:
+                    runner.run(run_server(settings, args.ready_file))
+        except (CannotListen, DatabaseInUse) as exc:  # the operator's to fix: one line
+            print(f"tessera: {exc}", file=sys.stderr)
+            return 1
         return 0
     if args.command == "db":
         from .storage import redact_url, upgrade

@@ -1,14 +1,23 @@
-"""Operator commands behave in a pipe: a reader that stops reading ends them quietly."""
+"""Operator commands: they behave in a pipe (a reader that stops reading ends them quietly),
+and ``serve`` refuses to start in one line when its port is taken or another server holds
+its database."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
+import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from server.storage import GameCreated, MovePlayed, new_game_id, open_storage, sqlite_url
+
+from .conftest import TestDatabase
+from .support import ServerProcess
 
 FISCHER = {"kind": "fischer", "base_ms": 60_000, "increment_ms": 0}
 
@@ -40,3 +49,41 @@ async def test_dump_into_a_pipe_that_closes_ends_quietly(tmp_path: Path) -> None
     assert first["game"] == "hadron"
     assert "Traceback" not in errors and "BrokenPipe" not in errors, errors
     assert status == 141  # as a shell reports a tool whose reader went away
+
+
+# -- starting: a taken port, a database another server holds --------------------------------
+def _serve(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "server", "serve", "--log-level", "warning",
+                           *args], capture_output=True, text=True, timeout=60)
+
+
+def test_a_taken_port_is_one_line_and_a_failure(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve("--port", str(port), "--db", sqlite_url(tmp_path / "t.db"))
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"tessera: port {port} on 127.0.0.1 is already in use (another server?): stop it, "
+        "or choose another port with --port"], done.stderr
+
+
+async def test_a_second_server_on_the_same_database_refuses_naming_the_first(
+        server_process: Callable[..., ServerProcess], database: TestDatabase) -> None:
+    first = server_process()
+    await first.start()
+    assert first.proc is not None
+    second = await asyncio.to_thread(_serve, "--port", "0", "--db", database.url)
+    assert second.returncode == 1, second.stderr
+    [line] = second.stderr.splitlines()
+    assert line.startswith("tessera: ") and "already served by" in line, line
+    assert f"process {first.proc.pid} on {socket.gethostname()}" in line, line
+    if database.backend == "sqlite":
+        assert f"listening on {first.url}" in line, line
+    assert "Traceback" not in second.stderr
+    # the first goes on serving; once it dies, even by SIGKILL, the next one starts
+    assert await first.stopped(signal.SIGKILL) == -signal.SIGKILL
+    after = server_process()
+    await after.start()
+    assert await after.stopped() == 0
