@@ -17,7 +17,7 @@ from pathlib import Path
 from server.storage import GameCreated, MovePlayed, new_game_id, open_storage, sqlite_url
 
 from .conftest import TestDatabase
-from .support import ServerProcess
+from .support import Clients, ServerProcess, run_cli, start_game
 
 FISCHER = {"kind": "fischer", "base_ms": 60_000, "increment_ms": 0}
 
@@ -87,3 +87,21 @@ async def test_a_second_server_on_the_same_database_refuses_naming_the_first(
     after = server_process()
     await after.start()
     assert await after.stopped() == 0
+
+
+async def test_dump_says_the_status_a_snapshot_says(
+        server_process: Callable[..., ServerProcess],
+        open_clients: Callable[[str], Clients], database: TestDatabase) -> None:
+    proc = server_process()
+    await proc.start()
+    clients = open_clients(proc.url)
+    game = await start_game(await clients.guest(), await clients.guest(), "hadron")
+    statuses = {"snapshot": (await game.watch(await clients.spectator())).status,
+                "get_game": (await game.record()).status}
+    dumped = await run_cli("dump", game.game_id, "--db", database.url)
+    statuses["dump"] = json.loads(dumped.stdout)["status"]
+    assert statuses == dict.fromkeys(statuses, "waiting")
+    await game.play("b2")
+    await game.play("d4")
+    dumped = await run_cli("dump", game.game_id, "--db", database.url)
+    assert json.loads(dumped.stdout)["status"] == (await game.record()).status == "playing"
