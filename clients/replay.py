@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import engine
 import protocol as p
 from clients import render
-from clients.connection import DEFAULT_URL
+from clients.address import add_server_argument, chosen_server
 from clients.export import read_records
 from clients.fetch import FetchError, Source, fetch_record
 from clients.records import (
@@ -232,7 +232,7 @@ def load(args: argparse.Namespace) -> MatchRecord:
         if isinstance(item, RecordError):
             raise FetchError(f"{label}: {item}")
         return item
-    source = Source(server=args.server or DEFAULT_URL, db=args.db)
+    source = Source(server=chosen_server(args.server), db=args.db)
     return match_record_from_wire(fetch_record(source, args.game_id))
 
 
@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="step through a stored match")
     parser.add_argument("game_id", nargs="?")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--server", help=f"fetch from this server (default {DEFAULT_URL})")
+    add_server_argument(where, "fetch from this server")
     where.add_argument("--db", help="read this database, e.g. sqlite+aiosqlite:///tessera.db")
     where.add_argument("--file", help="replay a text or JSON record file")
     parser.add_argument("--ply", type=int, help="print the position after PLY moves and exit")

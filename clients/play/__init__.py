@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from prompt_toolkit.completion import WordCompleter
 
 import engine
+from clients.address import add_server_argument, chosen_server
 from clients.bots import BOTS
-from clients.connection import DEFAULT_URL
 from clients.play import cmd_account, cmd_game, cmd_history, cmd_lobby, cmd_session
 from clients.play.client import PlayClient
 from clients.play.commands import words
@@ -88,7 +88,7 @@ async def run(args: argparse.Namespace, term: Terminal) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera play",
                                      description="play Tessera's games in the terminal")
-    parser.add_argument("--server", default=DEFAULT_URL, help=f"default {DEFAULT_URL}")
+    add_server_argument(parser)
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--guest", action="store_true", help="play as a guest at once (implied "
                      "by --bot without --login or --register)")
@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.server = chosen_server(args.server)
     if args.game and not args.bot:
         parser.error("--game goes with --bot")
     if args.bot and not args.game:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from clients import chaos
+from clients.localserver import LocalServer
 
 PG_URL_ENV = "TESSERA_TEST_PG_URL"
 REDIS_URL_ENV = "TESSERA_TEST_REDIS_URL"
@@ -52,3 +57,22 @@ def test_chaos_on_a_cluster_loses_nothing_and_times_the_failovers() -> None:
     assert result["failovers_measured"] >= 1  # a killed node owned a game, which moved on
     assert 0 < result["failover_p50_s"] <= result["failover_p99_s"]
     assert run.returncode == 0
+
+
+def test_chaos_server_takes_every_registration_of_a_big_run(tmp_path: Path) -> None:
+    """``chaos --games 40`` registers 40 players from one address: the server it starts
+    takes them all, however fast they come (issue 23: the 31st was refused and chaos
+    ended in a traceback)."""
+    server = LocalServer(tmp_path, extra_args=chaos.OWN_SERVER_ARGS)
+    server.start()
+    try:
+        async def register_all() -> list[object]:
+            return await asyncio.gather(*(chaos._registered(server.url, f"p{i}")
+                                          for i in range(40)), return_exceptions=True)
+
+        outcomes = asyncio.run(register_all())
+    finally:
+        server.stop()
+    refused = [repr(o) for o in outcomes if isinstance(o, BaseException)]
+    assert refused == []
+
