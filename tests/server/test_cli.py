@@ -10,9 +10,12 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from server.storage import GameCreated, MovePlayed, new_game_id, open_storage, sqlite_url
 
@@ -105,3 +108,15 @@ async def test_dump_says_the_status_a_snapshot_says(
     await game.play("d4")
     dumped = await run_cli("dump", game.game_id, "--db", database.url)
     assert json.loads(dumped.stdout)["status"] == (await game.record()).status == "playing"
+
+
+async def test_the_start_line_gives_the_lobby_and_the_websocket(
+        server_process: Callable[..., ServerProcess], database: TestDatabase) -> None:
+    if database.backend != "sqlite":
+        pytest.skip("the start line does not depend on the database")
+    proc = server_process()
+    await proc.start()
+    lobby = f"http://127.0.0.1:{proc.port}/"
+    assert f"tessera: listening on {proc.url}; the lobby is at {lobby}" in proc.log()
+    with urllib.request.urlopen(lobby, timeout=10) as page:
+        assert page.status == 200 and b"<html" in page.read().lower()
