@@ -28,8 +28,10 @@ from clients.fetch import FetchError, Source, fetch_record
 from clients.records import (
     MatchRecord,
     RecordError,
+    decimals_needed,
     format_clock_reading,
     match_record_from_wire,
+    rating_change_text,
 )
 from clients.terminal import Terminal, wants_color
 
@@ -135,11 +137,26 @@ class Replayer:
     def info(self) -> str:
         r = self.record
         lines = [self.title(), f"date: {r.date}", f"rules version: {r.rules_version}",
-                 f"result: {r.result} ({r.termination})", f"moves: {len(r.moves)}"]
+                 f"result: {r.result} ({r.termination})", self.rated_text(),
+                 f"moves: {len(r.moves)}"]
+        decimals = decimals_needed(m.clock_ms for m in r.moves)
         for m in r.moves:
-            clock = f" [{format_clock_reading(m.clock_ms)}]" if m.clock_ms is not None else ""
+            clock = (f" [{format_clock_reading(m.clock_ms, decimals)}]"
+                     if m.clock_ms is not None else "")
             lines.append(f"  {m.ply + 1:>3}. {m.move}{clock}")
         return "\n".join(lines)
+
+    def rated_text(self) -> str:
+        """``rated: yes; Red (alice) 1500? -> 1662? (+162), ...`` or ``rated: no (casual)``."""
+        r = self.record
+        if not r.rated:
+            return "rated: no (casual)"
+        if r.rating_changes is None:
+            return "rated: yes"
+        colours = r.colours
+        return "rated: yes; " + ", ".join(
+            f"{colours[seat]} ({r.players[seat]}) {rating_change_text(change)}"
+            for seat, change in enumerate(r.rating_changes))
 
     def command(self, line: str) -> Step:
         """Carry out one replay command."""
