@@ -13,7 +13,8 @@ PostgreSQL
     A session advisory lock (``pg_try_advisory_lock``) keyed by the database and schema,
     held on a connection of its own whose ``application_name`` names the owner. PostgreSQL
     drops it when that connection ends, so a crashed server's lock goes with its
-    connection. The nodes of a cluster share a database by design and take no such lock
+    connection (and so does a running server's, if PostgreSQL restarts under it: the lock
+    guards starts, not a database taken away). The nodes of a cluster share a database by design and take no such lock
     (``server.cluster``); a one-process server on a database a cluster uses is the
     operator's mistake this does not catch.
 
