@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clients import chaos
+from clients.connection import Connection
 from clients.localserver import LocalServer
 
 PG_URL_ENV = "TESSERA_TEST_PG_URL"
@@ -76,3 +77,24 @@ def test_chaos_server_takes_every_registration_of_a_big_run(tmp_path: Path) -> N
     refused = [repr(o) for o in outcomes if isinstance(o, BaseException)]
     assert refused == []
 
+
+
+def test_a_refused_connection_ends_a_client_command_in_one_line(tmp_path: Path) -> None:
+    """A refusal no command expected (here the server's per-address cap of connections,
+    HTTP 429, met by ``tessera ladder``) is one line and exit status 1, not a traceback."""
+    server = LocalServer(tmp_path, extra_args=("--max-connections-per-address", "1"))
+    server.start()
+    try:
+        async def while_one_is_open() -> subprocess.CompletedProcess[str]:
+            async with await Connection.open(server.url):
+                return await asyncio.to_thread(
+                    subprocess.run, [sys.executable, "-m", "clients.cli", "ladder",
+                                     "standings", "hadron", "--server", server.url],
+                    capture_output=True, text=True, timeout=60)
+
+        run = asyncio.run(while_one_is_open())
+    finally:
+        server.stop()
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.splitlines() == [
+        "tessera ladder: the server refused the connection: HTTP 429 Too Many Requests"]
