@@ -318,10 +318,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem:
             print(f"tessera: {problem}", file=sys.stderr)
             return 2
+        from .app import CannotListen
+        from .storage.sole import DatabaseInUse
+
         if args.workers > 1:
             from .cluster.workers import run_workers
 
-            return run_workers(args, args.serve_parser)
+            try:
+                return run_workers(args, args.serve_parser)
+            except CannotListen as exc:
+                print(f"tessera: {exc}", file=sys.stderr)
+                return 1
         setup_logging(args.log_level)
         settings = Settings(host=args.host, port=args.port, db_url=db_url,
                             sqlite_synchronous=args.sqlite_synchronous,
@@ -342,9 +349,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                             house_bots=[b for b in args.house_bots.split(",") if b.strip()],
                             **limit_settings(args))  # type: ignore[arg-type]
         raise_fd_limit()
-        from .app import CannotListen
-        from .storage.sole import DatabaseInUse
-
         try:
             with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
                 if args.cluster:

@@ -14,9 +14,9 @@ PostgreSQL
     held on a connection of its own whose ``application_name`` names the owner. PostgreSQL
     drops it when that connection ends, so a crashed server's lock goes with its
     connection (and so does a running server's, if PostgreSQL restarts under it: the lock
-    guards starts, not a database taken away). The nodes of a cluster share a database by design and take no such lock
-    (``server.cluster``); a one-process server on a database a cluster uses is the
-    operator's mistake this does not catch.
+    guards starts, not a database taken away). The nodes of a cluster share a database by
+    design and take no such lock (``server.cluster``); a one-process server on a database
+    a cluster uses is the operator's mistake this does not catch.
 
 An in-memory SQLite database cannot be shared and takes no lock.
 """

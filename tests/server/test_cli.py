@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -120,3 +121,19 @@ async def test_the_start_line_gives_the_lobby_and_the_websocket(
     assert f"tessera: listening on {proc.url}; the lobby is at {lobby}" in proc.log()
     with urllib.request.urlopen(lobby, timeout=10) as page:
         assert page.status == 200 and b"<html" in page.read().lower()
+
+
+def test_a_taken_port_is_one_line_for_workers_too() -> None:
+    pg, redis = os.environ.get("TESSERA_TEST_PG_URL"), os.environ.get("TESSERA_TEST_REDIS_URL")
+    if not pg or not redis:
+        pytest.skip("--workers needs TESSERA_TEST_PG_URL and TESSERA_TEST_REDIS_URL")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve("--workers", "2", "--port", str(port), "--db", pg, "--cluster", redis,
+                      "--cluster-name", f"taken-{port}")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"tessera: port {port} on 127.0.0.1 is already in use (another server?): stop it, "
+        "or choose another port with --port"], done.stderr
