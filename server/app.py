@@ -12,7 +12,6 @@ requests are handled in :mod:`server.handlers`, stored records become protocol m
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import gc
 import logging
@@ -227,17 +226,16 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
     owner (``server.cluster.node``). A one-process server holds its database alone for its
     lifetime (:mod:`server.storage.sole`): a second one on the same database raises
     :class:`~server.storage.sole.DatabaseInUse` before it restores anything; a cluster's
-    nodes share theirs. An address it cannot listen on raises :class:`CannotListen`."""
-    async with contextlib.AsyncExitStack() as stack:
-        sole = None if cluster is not None else await stack.enter_async_context(
-            sole_server(settings.db_url))
-        async with _running_server(settings, cluster, sole) as running:
-            yield running
+    nodes share theirs with each other only. An address it cannot listen on raises
+    :class:`CannotListen`."""
+    async with sole_server(settings.db_url, node=cluster is not None) as sole, \
+            _running_server(settings, cluster, sole) as running:
+        yield running
 
 
 @asynccontextmanager
 async def _running_server(settings: Settings, cluster: ClusterNode | None,
-                          sole: SoleServer | None) -> AsyncIterator[Running]:
+                          sole: SoleServer) -> AsyncIterator[Running]:
     metrics = Metrics()
     async with open_storage(settings.db_url,
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
@@ -268,8 +266,7 @@ async def _running_server(settings: Settings, cluster: ClusterNode | None,
             async with serving as ws_server:
                 wsio.accept_in_batches(ws_server, settings.listen_backlog)
                 port = next(iter(ws_server.sockets)).getsockname()[1]
-                if sole is not None:
-                    sole.listening(f"ws://{settings.host}:{port}/ws")
+                sole.listening(f"ws://{settings.host}:{port}/ws")
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,
                                                port)
                 log.info("listening", extra={"host": settings.host, "port": port,

@@ -14,9 +14,10 @@ PostgreSQL
     held on a connection of its own whose ``application_name`` names the owner. PostgreSQL
     drops it when that connection ends, so a crashed server's lock goes with its
     connection (and so does a running server's, if PostgreSQL restarts under it: the lock
-    guards starts, not a database taken away). The nodes of a cluster share a database by
-    design and take no such lock (``server.cluster``); a one-process server on a database
-    a cluster uses is the operator's mistake this does not catch.
+    guards starts, not a database taken away). The nodes of a cluster share their database
+    by design: each holds the same lock *shared* (``pg_try_advisory_lock_shared``), so
+    nodes start beside each other, a one-process server does not start beside them, and
+    no node starts beside a one-process server.
 
 An in-memory SQLite database cannot be shared and takes no lock.
 """
@@ -66,9 +67,10 @@ class SoleServer:
 
 
 @contextlib.asynccontextmanager
-async def sole_server(url: str) -> AsyncIterator[SoleServer]:
+async def sole_server(url: str, *, node: bool = False) -> AsyncIterator[SoleServer]:
     """Hold the database for this server until the block ends; :class:`DatabaseInUse`
-    at once if another server holds it."""
+    at once if another server holds it. A cluster ``node`` (PostgreSQL) shares it with the
+    other nodes, never with a one-process server."""
     parsed = normalize_url(url)
     if is_sqlite(parsed):
         if parsed.database in (None, "", ":memory:"):
@@ -77,7 +79,7 @@ async def sole_server(url: str) -> AsyncIterator[SoleServer]:
         with _sqlite_lock(Path(parsed.database)) as file:
             yield SoleServer(file)
         return
-    async with _postgres_lock(url):
+    async with _postgres_lock(url, shared=node):
         yield SoleServer()
 
 
@@ -116,8 +118,9 @@ def _read_owner(content: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _postgres_lock(url: str) -> AsyncIterator[None]:
-    name = f"tessera serve: process {os.getpid()} on {socket.gethostname()}"
+async def _postgres_lock(url: str, shared: bool) -> AsyncIterator[None]:
+    role = ", a cluster node" if shared else ""
+    name = f"tessera serve: process {os.getpid()} on {socket.gethostname()}{role}"
     engine = make_engine(url, poolclass=NullPool, connect_args={
         "server_settings": {"application_name": name[:APPLICATION_NAME_MAX]}})
     try:
@@ -125,7 +128,8 @@ async def _postgres_lock(url: str) -> AsyncIterator[None]:
             where = (await conn.execute(text(
                 "SELECT current_database() || '.' || current_schema()"))).scalar_one()
             key = zlib.crc32(str(where).encode()) & 0x7FFFFFFF
-            got = (await conn.execute(text("SELECT pg_try_advisory_lock(:c, :k)"),
+            take = "pg_try_advisory_lock_shared" if shared else "pg_try_advisory_lock"
+            got = (await conn.execute(text(f"SELECT {take}(:c, :k)"),
                                       {"c": LOCK_CLASS, "k": key})).scalar_one()
             await conn.commit()  # the lock is the session's, not the transaction's
             if not got:

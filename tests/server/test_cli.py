@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import urllib.request
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -137,3 +138,27 @@ def test_a_taken_port_is_one_line_for_workers_too() -> None:
     assert done.stderr.splitlines() == [
         f"tessera: port {port} on 127.0.0.1 is already in use (another server?): stop it, "
         "or choose another port with --port"], done.stderr
+
+
+async def test_a_one_process_server_and_cluster_nodes_do_not_share_a_database(
+        server_process: Callable[..., ServerProcess], database: TestDatabase) -> None:
+    """Nodes share their database with each other, never with a one-process server."""
+    redis = os.environ.get("TESSERA_TEST_REDIS_URL")
+    if database.backend != "postgresql" or not redis:
+        pytest.skip("a cluster needs PostgreSQL and TESSERA_TEST_REDIS_URL")
+    cluster = ("--cluster", redis, "--cluster-name", f"sole-{uuid.uuid4().hex[:8]}")
+    nodes = [server_process(*cluster, "--node-id", f"n{i}") for i in (1, 2)]
+    for node in nodes:
+        await node.start()  # the second node starts beside the first
+    alone = await asyncio.to_thread(_serve, "--port", "0", "--db", database.url)
+    assert alone.returncode == 1, alone.stderr
+    assert "already served by process" in alone.stderr and "a cluster node" in alone.stderr
+    for node in nodes:  # (their locks go with their processes)
+        assert await node.stopped(signal.SIGKILL) == -signal.SIGKILL
+    single = server_process()
+    await single.start()
+    assert single.proc is not None
+    node = await asyncio.to_thread(_serve, "--port", "0", "--db", database.url, *cluster,
+                                   "--node-id", "n3")
+    assert node.returncode == 1, node.stderr
+    assert f"already served by process {single.proc.pid} on" in node.stderr, node.stderr
