@@ -26,6 +26,7 @@ from typing import Any
 
 import engine
 import protocol as p
+from protocol.limits import PROVISIONAL_DEVIATION
 
 TERMINATIONS = ("normal", "resign", "timeout", "abandon", "abort", "unterminated")
 # Terminations that leave no winner; every other one names one.
@@ -225,12 +226,6 @@ def _time_control(tc: object) -> p.TimeControl:
         raise RecordError(str(e)) from None
 
 
-def _seconds(ms: int) -> str:
-    """Milliseconds as seconds with no trailing zeros: 300000 -> 300, 1900 -> 1.9."""
-    whole, frac = divmod(ms, 1000)
-    return f"{whole}.{frac:03d}".rstrip("0").rstrip(".") if frac else str(whole)
-
-
 def _parse_seconds(text: str, what: str) -> int:
     if not re.fullmatch(_SECONDS_RE, text):
         raise RecordError(f"{what} {text!r} must be seconds with at most 3 decimals, e.g. 1.25")
@@ -238,13 +233,32 @@ def _parse_seconds(text: str, what: str) -> int:
     return int(whole) * 1000 + int((frac + "000")[:3])
 
 
-def format_clock_reading(ms: int) -> str:
-    """A clock reading (the time left on a clock) as H:MM:SS with up to three decimals:
-    298100 -> 0:04:58.1."""
+def decimals_needed(values: Iterable[int | None]) -> int:
+    """The fewest decimals (0 to 3) that write every millisecond value exactly in seconds:
+    a record writes all its times at this one precision."""
+    needed = 0
+    for ms in values:
+        if ms is not None and ms % 1000:
+            needed = max(needed, len(f"{ms % 1000:03d}".rstrip("0")))
+    return needed
+
+
+def _fixed_seconds(ms: int, decimals: int) -> str:
+    """Milliseconds as seconds with exactly ``decimals`` decimals (enough for ``ms``)."""
+    whole, frac = divmod(ms, 1000)
+    return f"{whole}.{frac:03d}"[:len(str(whole)) + 1 + decimals] if decimals else str(whole)
+
+
+def format_clock_reading(ms: int, decimals: int | None = None) -> str:
+    """A clock reading (the time left on a clock) as H:MM:SS: with ``decimals`` decimals
+    (enough for ``ms``), or as few as it needs: 298100 -> 0:04:58.1."""
     seconds, frac = divmod(ms, 1000)
     minutes, sec = divmod(seconds, 60)
     hours, minute = divmod(minutes, 60)
-    tail = f".{frac:03d}".rstrip("0") if frac else ""
+    if decimals is None:
+        tail = f".{frac:03d}".rstrip("0") if frac else ""
+    else:
+        tail = f".{frac:03d}"[:decimals + 1] if decimals else ""
     return f"{hours}:{minute:02d}:{sec:02d}{tail}"
 
 
@@ -294,13 +308,17 @@ def format_record(record: MatchRecord) -> str:
         tags += [(colour + "Rating", _rating_text(change))
                  for colour, change in zip((black, white), record.rating_changes, strict=True)]
     lines = [f"[{name} {_quote(value)}]" for name, value in tags]
+    if record.rating_changes is not None:  # each rating tag, in short, in a comment
+        for i, change in enumerate(record.rating_changes, start=len(lines) - 2):
+            lines[i] += f" ; {rating_change_text(change)}"
     lines.append("")
+    decimals = decimals_needed(ms for m in record.moves for ms in (m.ms_used, m.clock_ms))
     for m in record.moves:
         parts = [f"{m.ply + 1}.", m.move]
         if m.ms_used is not None:
-            parts.append(f"{{used {_seconds(m.ms_used)}}}")
+            parts.append(f"{{used {_fixed_seconds(m.ms_used, decimals)}}}")
         if m.clock_ms is not None:
-            parts.append(f"{{clk {format_clock_reading(m.clock_ms)}}}")
+            parts.append(f"{{clk {format_clock_reading(m.clock_ms, decimals)}}}")
         lines.append(" ".join(parts))
     lines.append(record.result)
     return "\n".join(lines) + "\n"
@@ -327,6 +345,17 @@ def _rating_text(change: p.RatingUpdate) -> str:
     def side(when: str) -> str:
         return " ".join(_number(getattr(change, f"{name}_{when}")) for name in _RATING_FIELDS)
     return f"{side('before')} -> {side('after')}"
+
+
+def rating_change_text(change: p.RatingUpdate) -> str:
+    """A rating change as people read it: ``1500? -> 1662? (+162)``, ``?`` marking a
+    provisional rating (docs/RATINGS.md)."""
+    def shown(rating: float, deviation: float) -> str:
+        return f"{round(rating)}{'?' if deviation > PROVISIONAL_DEVIATION else ''}"
+    delta = round(change.rating_after) - round(change.rating_before)
+    return (f"{shown(change.rating_before, change.deviation_before)} -> "
+            f"{shown(change.rating_after, change.deviation_after)} "
+            f"({'+' if delta >= 0 else ''}{delta})")
 
 
 def _number(value: float) -> str:

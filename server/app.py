@@ -12,6 +12,7 @@ requests are handled in :mod:`server.handlers`, stored records become protocol m
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import logging
 import signal
@@ -45,6 +46,7 @@ from .revocation import enforce_revocations
 from .rooms import GameRoom
 from .session import Handling, Session
 from .storage import GameRatings, Storage, open_storage, redact_url
+from .storage.sole import SoleServer, sole_server
 from .tasks import Tasks
 from .wsio import Outbox
 
@@ -55,6 +57,23 @@ log = logging.getLogger(__name__)
 
 IDLE_SWEEP_S = 60.0  # how often idle rate-limit buckets and lockout entries are dropped
 CHURN_MIN_DROP = 200  # connections closed a second: a fall by this much hands memory back
+
+
+class CannotListen(Exception):
+    """The server could not listen on its address (the port is taken, the host is not
+    this machine's, ...); the message says which and what to do."""
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    """One line for the operator about an ``OSError`` from binding ``host:port``."""
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another server?): stop it, or "
+                "choose another port with --port")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}: not an address of this machine (--host)"
+    if exc.errno == errno.EACCES:
+        return f"not allowed to listen on port {port} (ports below 1024 need privileges)"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
 
 
 class App:
@@ -205,7 +224,19 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
     """Open storage (migrating it), restore games, listen; on exit close with 1001.
 
     A cluster node (``cluster``) restores nothing: it takes games over as they need an
-    owner (``server.cluster.node``)."""
+    owner (``server.cluster.node``). A one-process server holds its database alone for its
+    lifetime (:mod:`server.storage.sole`): a second one on the same database raises
+    :class:`~server.storage.sole.DatabaseInUse` before it restores anything; a cluster's
+    nodes share theirs with each other only. An address it cannot listen on raises
+    :class:`CannotListen`."""
+    async with sole_server(settings.db_url, node=cluster is not None) as sole, \
+            _running_server(settings, cluster, sole) as running:
+        yield running
+
+
+@asynccontextmanager
+async def _running_server(settings: Settings, cluster: ClusterNode | None,
+                          sole: SoleServer) -> AsyncIterator[Running]:
     metrics = Metrics()
     async with open_storage(settings.db_url,
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
@@ -220,18 +251,23 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 await app.games.restore()
             else:
                 cluster.attach(app)
-            async with websockets.serve(
-                app.serve_connection, settings.host, settings.port,
-                process_request=app.routes.respond,
-                max_size=settings.max_frame_bytes, compression=None,
-                ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
-                close_timeout=settings.close_timeout,
-                max_queue=16, server_header=None, reuse_port=settings.reuse_port,
-                backlog=settings.accept_batch,
-                create_connection=wsio.reporting_connection(app.admission.handshakes.accepted),
-            ) as ws_server:
+            try:
+                serving = await websockets.serve(
+                    app.serve_connection, settings.host, settings.port,
+                    process_request=app.routes.respond,
+                    max_size=settings.max_frame_bytes, compression=None,
+                    ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
+                    close_timeout=settings.close_timeout,
+                    max_queue=16, server_header=None, reuse_port=settings.reuse_port,
+                    backlog=settings.accept_batch,
+                    create_connection=wsio.reporting_connection(
+                        app.admission.handshakes.accepted))
+            except OSError as exc:
+                raise CannotListen(listen_problem(settings.host, settings.port, exc)) from None
+            async with serving as ws_server:
                 wsio.accept_in_batches(ws_server, settings.listen_backlog)
                 port = next(iter(ws_server.sockets)).getsockname()[1]
+                sole.listening(f"ws://{settings.host}:{port}/ws")
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,
                                                port)
                 log.info("listening", extra={"host": settings.host, "port": port,
@@ -285,9 +321,10 @@ async def run_server(settings: Settings, ready_file: str | None = None) -> None:
         if ready_file:
             with open(ready_file, "w") as f:
                 f.write(f"{running.port}\n")
-        print(f"tessera: listening on ws://{settings.host}:{running.port}/ws", flush=True)
+        print(f"tessera: listening on ws://{settings.host}:{running.port}/ws; the lobby is "
+              f"at http://{settings.host}:{running.port}/", flush=True)
         await stop.wait()
         log.info("shutting down")
 
 
-__all__ = ["App", "Running", "run_server", "running_server"]
+__all__ = ["App", "CannotListen", "Running", "run_server", "running_server"]

@@ -90,13 +90,14 @@ def stored_summary(info: GameInfo) -> p.Summary:
 def record(stored: StoredGame) -> p.Record:
     """The protocol's form of a stored game (``get_game`` and ``tessera dump``)."""
     info = stored.info
-    finished = info.status != "playing"
+    status = GameStatus.of(info.status, len(stored.moves))  # as a snapshot says it
+    finished = not status.live
     final = final_state(info, stored.moves) if finished and info.reason == "normal" else None
     return p.Record(
         game_id=info.id, game=info.game_key, options=info.options,
         clock=p.time_control_from_map(info.clock),
         players=players(info.players, info.player_kinds),
-        status="over" if finished else "playing",
+        status=cast(Any, status.wire),
         moves=tuple(played_moves(stored.moves)),
         result=result(info.winner, info.reason, final) if finished else None,
         created_ms=epoch_ms(info.created_at),

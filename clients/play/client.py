@@ -41,6 +41,7 @@ class PlayClient:
         self.token: str | None = None
         self.history: tuple[p.ListGames, str] | None = None  # the last list, for "more"
         self.quitting = False
+        self.login_refused = False  # the last login, registration or guest was refused
         self.link = ServerLink(url, retry_max=retry_max)
         self.bots = LocalBots(self.say, self._game_live)
         self.games = Games(self.link, self.bots, self.say, self.my_name, color)
@@ -205,6 +206,7 @@ class PlayClient:
         reply = await self.call(kind, **fields)
         assert isinstance(reply, p.Authed)
         self.user, self.token = reply.user, reply.session_token
+        self.login_refused = False
         self.say(f"Logged in as {reply.user.name} ({reply.user.kind}).")
         for game_id in reply.active_games:
             await self.games.resume(game_id)

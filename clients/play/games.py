@@ -42,6 +42,7 @@ class Games:
         self.unsent: tuple[str, int, str] | None = None  # a move lost in a dropped connection
         self.resending: set[asyncio.Task[None]] = set()  # moves the server did not store
         self.last_over: str | None = None  # our last game that ended: 'rematch' is about it
+        self.listed: set[str] = set()  # game ids the server listed ('games', 'history')
 
     # -- questions ----------------------------------------------------------------------------
     def view(self, game_id: str | None = None) -> GameView | None:
@@ -60,9 +61,24 @@ class Games:
         """My other games (not the current one) that wait for my move."""
         return [v for gid, v in self.views.items() if gid != self.current and v.my_turn]
 
+    def game_id(self, word: str) -> str:
+        """The id a command's word means: an id, or a unique prefix of one known here (a
+        game open here, or listed by 'games' or 'history'); UsageError if the prefix is
+        ambiguous. A word that fits none is taken as it is (the server may know it)."""
+        known = {*self.views, *self.listed, *([self.last_over] if self.last_over else [])}
+        if word in known:
+            return word
+        fits = sorted(gid for gid in known if gid.startswith(word))
+        if len(fits) > 1:
+            shown = " ".join(fits[:5]) + (" ..." if len(fits) > 5 else "")
+            raise UsageError(f"{word!r} could be {len(fits)} games ({shown}); type more of "
+                             "its id.")
+        return fits[0] if fits else word
+
     def arg(self, args: str, *, mine: bool = True) -> GameView:
-        """The game a command names (its first word), else the current one."""
-        game_id = args.split()[0] if args.split() else self.current
+        """The game a command names (its first word: an id or a unique prefix of one),
+        else the current one."""
+        game_id = self.game_id(args.split()[0]) if args.split() else self.current
         view = self.view(game_id)
         if view is None:
             raise UsageError("No game here; seek or challenge to start one, or watch one."
@@ -235,6 +251,9 @@ class Games:
             self.say("Ratings: " + ", ".join(
                 f"{user.name} {render.change_text(change)}"
                 for user, change in zip(view.players, ev.rating_changes, strict=True)))
+            if view.me is not None and (why := render.provisional_text(
+                    view.game, ev.rating_changes[view.me], ev.rating_changes[1 - view.me])):
+                self.say(why)
         if view.me is not None:
             self.last_over = ev.game_id
         self.bots.game_over(ev.game_id)

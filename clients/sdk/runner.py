@@ -12,8 +12,8 @@ What it does, so that a bot only chooses moves:
   (:mod:`~clients.sdk.challenges`); **keeps the policy's seeks open** while slots are free
   (:mod:`~clients.sdk.seeks`).
 - **Plays each game in its own task** (:class:`~clients.sdk.game.GameSession`).
-- **Reconnects** with exponential backoff when the connection drops (server restart or
-  network), logs in again with the session token and resumes every game it was playing,
+- **Reconnects** with exponential backoff, capped at 2 s, when the connection drops (server
+  restart or network), logs in again with the session token and resumes every game it was playing,
   resending a move whose ``move_ack`` it never saw.
 - **Stops cleanly**: :meth:`BotRunner.stop` withdraws the seeks, declines new challenges,
   lets the games in progress finish and then closes; ``stop(resign=True)`` resigns them.
@@ -39,7 +39,7 @@ from clients.connection import DEFAULT_URL, Connection
 from .botpool import BotPool, BotSource
 from .challenges import ChallengeDeclined, ChallengeDesk
 from .game import GameResult, GameSession, Item, Results, Resync
-from .link import FatalError, RunnerLink
+from .link import RECONNECT_BACKOFF_S, FatalError, RunnerLink
 from .policy import Policy
 from .requests import Requests
 from .seeks import SeekKeeper
@@ -58,7 +58,7 @@ class BotRunner:
                  policy: Policy | None = None, move_time_ms: int | None = None,
                  stop_after: int | None = None, client: str = "tessera-bot-sdk/1",
                  on_game_over: Callable[[GameResult], None] | None = None,
-                 backoff_s: tuple[float, float] = (0.25, 30.0),
+                 backoff_s: tuple[float, float] = RECONNECT_BACKOFF_S,
                  claim_abandoned: bool = True) -> None:
         self.policy = policy or Policy()
         self.move_time_ms = move_time_ms

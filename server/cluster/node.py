@@ -911,7 +911,8 @@ async def run_node(settings: Settings, cluster: ClusterSettings,
                     with open(ready_file, "w") as f:
                         f.write(f"{running.port}\n")
                 print(f"tessera: node {cluster.node_id} of cluster {cluster.name} listening "
-                      f"on ws://{settings.host}:{running.port}/ws", flush=True)
+                      f"on ws://{settings.host}:{running.port}/ws; the lobby is at "
+                      f"http://{settings.host}:{running.port}/", flush=True)
                 await stop.wait()
                 log.info("shutting down")
         finally:

@@ -393,7 +393,7 @@ def test_accounts_colours_and_mistakes(live_server: LiveServer, finished_games: 
     child = spawn_play(live_server.url)  # colours on: a colour terminal
     child.expect("Log in with")
     child.sendline("login x")  # refused before sending: the protocol's own validation
-    child.expect(r"Not sent: login\.username: expected str of 2\.\.20 chars")
+    child.expect(r"No account can be called .x.: a name has 2 to 20 characters")
     child.sendline("register alice_e2e")
     child.expect("password:")
     child.sendline("correct horse")

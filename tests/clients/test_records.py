@@ -148,8 +148,30 @@ def test_text_form_looks_as_documented() -> None:
     assert '[Red "ann"]' in head and '[Blue "bo"]' in head
     assert '[TimeControl "5m+2s"]' in head and '[Result "*"]' in head
     assert body.splitlines()[0].startswith("1. ")
-    assert body.splitlines()[0].endswith(" {used 1.9} {clk 0:04:58.1}")
+    # every time at the one precision the record needs (ms here: 1901 and 298099 later)
+    assert body.splitlines()[0].endswith(" {used 1.900} {clk 0:04:58.100}")
+    assert body.splitlines()[1].endswith(" {used 1.901} {clk 0:04:58.099}")
     assert body.splitlines()[-1] == "*"
+
+
+def test_times_are_written_at_one_precision_and_ratings_readably() -> None:
+    tenths = format_record(replace(sample(), moves=tuple(
+        RecordMove(m.ply, m.move, 7000 if m.ply % 2 else 4200, 298100 - 100 * m.ply)
+        for m in sample().moves)))
+    moves = tenths.split("\n\n")[1].splitlines()[:-1]
+    assert moves[:2] == [f"1. {sample().moves[0].move} {{used 4.2}} {{clk 0:04:58.1}}",
+                         f"2. {sample().moves[1].move} {{used 7.0}} {{clk 0:04:58.0}}"]
+    change = p.RatingUpdate(rating_before=1500.0, deviation_before=350.0,
+                            volatility_before=0.06, rating_after=1662.21,
+                            deviation_after=290.23, volatility_after=0.05999968)
+    down = replace(change, rating_after=1337.79)
+    record = sample(rated=True, rating_changes=(change, down))
+    text = format_record(record)
+    assert '[RedRating "1500 350 0.06 -> 1662.21 290.23 0.05999968"] ; 1500? -> 1662? (+162)' \
+        in text.splitlines()
+    assert text.splitlines().count(
+        '[BlueRating "1500 350 0.06 -> 1337.79 290.23 0.05999968"] ; 1500? -> 1338? (-162)') == 1
+    assert parse_record(text) == record  # the comments change nothing
 
 
 def test_parser_is_tolerant_of_layout_and_comments() -> None:
