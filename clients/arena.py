@@ -46,6 +46,7 @@ from pathlib import Path
 
 import engine
 import protocol as p
+from clients.address import server_argument
 from clients.bots import BOTS, Bot, make_bot
 from clients.bots.match import elo_difference, wilson_interval
 from clients.bridge import EngineBot
@@ -321,7 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "10x --time per move, at least 2s/move)")
     parser.add_argument("--jobs", type=int, default=1, help="games played at once")
     parser.add_argument("--seed", type=int, help="seed of the bots' random choices")
-    parser.add_argument("--server", help="play on this server instead of a local one")
+    parser.add_argument("--server", type=server_argument, metavar="ADDRESS",
+                        help="play on this server (HOST:PORT or ws://HOST:PORT/ws) instead "
+                             "of a local one (arena starts its own: $TESSERA_SERVER is not "
+                             "read)")
     parser.add_argument("--token", action="append", default=[], metavar="LABEL=TOKEN",
                         help="with --server: a bot's token (others play as guests)")
     parser.add_argument("--db", help="local server: the database URL (default: SQLite in "

@@ -168,6 +168,10 @@ async def _registered(url: str, name: str) -> tuple[str, str]:
         return authed.user.name, authed.session_token
 
 
+# The servers chaos starts serve its players alone, all from this machine's one address:
+# no per-address budget of guests or logins, and no bound on the password hashes waiting.
+OWN_SERVER_ARGS = ("--guests-per-hour", "0", "--logins-per-minute", "0", "--hash-queue", "0")
+
 RATED_CLOCK = p.Fischer(base_ms=3_600_000, increment_ms=0)  # an hour: no kill flags it
 
 
@@ -176,8 +180,7 @@ async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: 
     rng = random.Random(seed)
     db_path = workdir / "chaos.db"
     db_url = f"sqlite+aiosqlite:///{db_path}"
-    # every guest comes from this machine's one address: no per-address guest limit
-    server = LocalServer(workdir, db_url=db_url, extra_args=["--guests-per-hour", "0"])
+    server = LocalServer(workdir, db_url=db_url, extra_args=OWN_SERVER_ARGS)
     server.start()
     url = server.url
     ledger = Ledger()
@@ -262,8 +265,7 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
     failovers: list[float] = []
     async with PrivateCluster(workdir, nodes, db_url=db_url, redis_url=redis_url,
                               lease_ms=lease_ms,
-                              extra_args=("--guests-per-hour", "0",
-                                          "--logins-per-minute", "0")) as cluster:
+                              extra_args=OWN_SERVER_ARGS) as cluster:
         for node in cluster.nodes:
             await asyncio.to_thread(node.start)
         urls = cluster.urls

@@ -3,7 +3,10 @@
 Server commands (``serve``, ``db``, ``admin``, ``dump``, ``cluster``) run ``python -m server``
 in this process's place, so this package never imports the server (the layering holds at
 import level). Every command that prints behaves in a pipe: when the reader goes away
-(``tessera verify --all | head -1``) it stops quietly (:func:`run_printing`).
+(``tessera verify --all | head -1``) it stops quietly (:func:`run_printing`), and a
+refusal from a server that the command did not handle itself (an ``error`` reply, or a
+connection refused with HTTP 429, 503 or 403) ends it with one line and status 1, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -90,9 +93,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command in SERVER_COMMANDS:
         os.execv(sys.executable, [sys.executable, "-m", "server", *args])
     if command in CLIENT_COMMANDS:
+        from websockets.exceptions import InvalidStatus
+
+        from clients.connection import ServerError
+
         module = importlib.import_module(CLIENT_COMMANDS[command][0])
         entry = module.verify_main if command == "verify" else module.main
-        return run_printing(lambda: entry(args[1:]))
+        try:
+            return run_printing(lambda: entry(args[1:]))
+        except ServerError as exc:  # a refusal no part of the command expected: one line
+            print(f"tessera {command}: the server refused: {exc}", file=sys.stderr)
+            return 1
+        except InvalidStatus as exc:  # the connection itself refused (HTTP 429, 503, 403)
+            print(f"tessera {command}: the server refused the connection: HTTP "
+                  f"{exc.response.status_code} {exc.response.reason_phrase}", file=sys.stderr)
+            return 1
     print(f"tessera: unknown command {command!r}\n\n{usage()}", file=sys.stderr)
     return 2
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from clients.connection import DEFAULT_URL
+from clients.address import SERVER_ENV, add_server_argument, chosen_server
 from clients.fetch import FetchError, Source, fetch_record, fetch_records
 from clients.records import (
     MatchRecord,
@@ -43,8 +43,7 @@ def render_record(record: MatchRecord, fmt: str) -> str:
 
 def _source_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--server", default=None,
-                       help=f"read from this server (default {DEFAULT_URL})")
+    add_server_argument(group, "read from this server")
     group.add_argument("--db", default=None,
                        help="read this database directly, e.g. sqlite+aiosqlite:///tessera.db")
 
@@ -57,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-o", "--output", help="write here instead of standard output")
     _source_args(parser)
     args = parser.parse_args(argv)
-    source = Source(server=args.server or DEFAULT_URL, db=args.db)
+    source = Source(server=chosen_server(args.server), db=args.db)
     try:
         record = match_record_from_wire(fetch_record(source, args.game_id))
     except (FetchError, RecordError) as exc:
@@ -148,7 +147,7 @@ def verify_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("items", nargs="*", metavar="FILE|GAME_ID",
                         help="record files; game ids with --db or --server")
     parser.add_argument("--all", action="store_true",
-                        help=f"every stored game: of --db, or of --server ({DEFAULT_URL} by "
+                        help=f"every stored game: of --db, or of --server (${SERVER_ENV} by "
                              "default)")
     _source_args(parser)
     args = parser.parse_args(argv)
@@ -156,7 +155,7 @@ def verify_main(argv: Sequence[str] | None = None) -> int:
     if not args.items and not args.all:
         parser.error("give record files, or game ids or --all with --db or --server")
     try:
-        items = (_from_source(Source(server=args.server or DEFAULT_URL, db=args.db),
+        items = (_from_source(Source(server=chosen_server(args.server), db=args.db),
                               args.items, args.all) if remote
                  else (pair for path in args.items for pair in read_records(path)))
         results = [check(label, item) for label, item in items]

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import protocol as p
 from clients import render
-from clients.connection import DEFAULT_URL, Connection
+from clients.address import add_server_argument, chosen_server
+from clients.connection import Connection
 from clients.offers import OfferError, find_game
 
 
@@ -33,8 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("standings", help="the bots on a game's ladder, by rating")
     show.add_argument("game")
-    show.add_argument("--server", default=DEFAULT_URL, help=f"default {DEFAULT_URL}")
+    add_server_argument(show)
     args = parser.parse_args(argv)
+    args.server = chosen_server(args.server)
     try:
         game = find_game(args.game)
     except OfferError as exc:

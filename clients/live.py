@@ -69,7 +69,7 @@ class GameView:
     def apply_over(self, ev: p.GameOver) -> None:
         self.freeze()  # the clocks as they stood when the game ended
         self.status = "over"
-        self.result = p.Result(winner=ev.winner, reason=ev.reason)
+        self.result = p.Result(winner=ev.winner, reason=ev.reason, ending=ev.ending)
 
     def freeze(self) -> None:
         """Stop the clocks where they stand (the connection dropped, or the game ended)."""
@@ -125,8 +125,14 @@ class GameView:
             return f"The rules end the game: {render.ending_text(self.state)}" + (
                 f"; {self.who(winner)} wins." if winner is not None else ".")
         mover = self.state.to_move
-        if self.my_turn:
-            return f"Your move ({self.colours[mover]})."
+        if self.my_turn and self.me is not None:
+            notes = [f"Your move ({self.colours[mover]})."]
+            if render.only_pass(self.state):
+                notes.append("Your only legal move is to pass: type 'pass'.")
+            consequence = render.pass_consequence(self.state, self.me)
+            if consequence is not None:
+                notes.append(consequence)
+            return " ".join(notes)
         return f"{self.who(mover)} to move."
 
     def panel(self, *, color: bool = False) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 import engine
 import protocol as p
+from protocol.limits import PROVISIONAL_DEVIATION
 
 TERMINATIONS = ("normal", "resign", "timeout", "abandon", "abort", "unterminated")
 # Terminations that leave no winner; every other one names one.
@@ -83,6 +84,10 @@ class MatchRecord:
     rated: bool = False
     rating_changes: tuple[p.RatingUpdate, p.RatingUpdate] | None = None
     """Both players' ratings before and after a rated game, as the server stored them."""
+    ending: str | None = None
+    """How the rules decided a game that ended by them (termination ``normal``), in the
+    engine's words: ``both passed: Black 14 groups, White 11; fewer groups wins``.
+    Derived from the moves when the record is made; ``verify`` checks it."""
 
     def __post_init__(self) -> None:
         try:
@@ -106,6 +111,11 @@ class MatchRecord:
         set_(self, "moves", _moves(self.moves))
         if self.rating_changes is not None and not self.rated:
             raise RecordError("rating changes given for a game that is not rated")
+        if self.ending is not None:
+            _text("ending", self.ending)
+            if self.termination != "normal":
+                raise RecordError(f"an ending is given for a game whose termination is "
+                                  f"{self.termination!r}, not 'normal'")
 
     @property
     def result(self) -> str:
@@ -216,12 +226,6 @@ def _time_control(tc: object) -> p.TimeControl:
         raise RecordError(str(e)) from None
 
 
-def _seconds(ms: int) -> str:
-    """Milliseconds as seconds with no trailing zeros: 300000 -> 300, 1900 -> 1.9."""
-    whole, frac = divmod(ms, 1000)
-    return f"{whole}.{frac:03d}".rstrip("0").rstrip(".") if frac else str(whole)
-
-
 def _parse_seconds(text: str, what: str) -> int:
     if not re.fullmatch(_SECONDS_RE, text):
         raise RecordError(f"{what} {text!r} must be seconds with at most 3 decimals, e.g. 1.25")
@@ -229,13 +233,32 @@ def _parse_seconds(text: str, what: str) -> int:
     return int(whole) * 1000 + int((frac + "000")[:3])
 
 
-def format_clock_reading(ms: int) -> str:
-    """A clock reading (the time left on a clock) as H:MM:SS with up to three decimals:
-    298100 -> 0:04:58.1."""
+def decimals_needed(values: Iterable[int | None]) -> int:
+    """The fewest decimals (0 to 3) that write every millisecond value exactly in seconds:
+    a record writes all its times at this one precision."""
+    needed = 0
+    for ms in values:
+        if ms is not None and ms % 1000:
+            needed = max(needed, len(f"{ms % 1000:03d}".rstrip("0")))
+    return needed
+
+
+def _fixed_seconds(ms: int, decimals: int) -> str:
+    """Milliseconds as seconds with exactly ``decimals`` decimals (enough for ``ms``)."""
+    whole, frac = divmod(ms, 1000)
+    return f"{whole}.{frac:03d}"[:len(str(whole)) + 1 + decimals] if decimals else str(whole)
+
+
+def format_clock_reading(ms: int, decimals: int | None = None) -> str:
+    """A clock reading (the time left on a clock) as H:MM:SS: with ``decimals`` decimals
+    (enough for ``ms``), or as few as it needs: 298100 -> 0:04:58.1."""
     seconds, frac = divmod(ms, 1000)
     minutes, sec = divmod(seconds, 60)
     hours, minute = divmod(minutes, 60)
-    tail = f".{frac:03d}".rstrip("0") if frac else ""
+    if decimals is None:
+        tail = f".{frac:03d}".rstrip("0") if frac else ""
+    else:
+        tail = f".{frac:03d}"[:decimals + 1] if decimals else ""
     return f"{hours}:{minute:02d}:{sec:02d}{tail}"
 
 
@@ -277,19 +300,25 @@ def format_record(record: MatchRecord) -> str:
         ("Result", record.result),
         ("Termination", record.termination),
     ]
+    if record.ending is not None:
+        tags.append(("Ending", record.ending))
     if record.rated:
         tags.append(("Rated", "yes"))
     if record.rating_changes is not None:
         tags += [(colour + "Rating", _rating_text(change))
                  for colour, change in zip((black, white), record.rating_changes, strict=True)]
     lines = [f"[{name} {_quote(value)}]" for name, value in tags]
+    if record.rating_changes is not None:  # each rating tag, in short, in a comment
+        for i, change in enumerate(record.rating_changes, start=len(lines) - 2):
+            lines[i] += f" ; {rating_change_text(change)}"
     lines.append("")
+    decimals = decimals_needed(ms for m in record.moves for ms in (m.ms_used, m.clock_ms))
     for m in record.moves:
         parts = [f"{m.ply + 1}.", m.move]
         if m.ms_used is not None:
-            parts.append(f"{{used {_seconds(m.ms_used)}}}")
+            parts.append(f"{{used {_fixed_seconds(m.ms_used, decimals)}}}")
         if m.clock_ms is not None:
-            parts.append(f"{{clk {format_clock_reading(m.clock_ms)}}}")
+            parts.append(f"{{clk {format_clock_reading(m.clock_ms, decimals)}}}")
         lines.append(" ".join(parts))
     lines.append(record.result)
     return "\n".join(lines) + "\n"
@@ -306,16 +335,27 @@ _TOKEN_RE = re.compile(
     re.VERBOSE,
 )
 _FIXED_TAGS = ("Game", "Options", "RulesVersion", "GameId", "Date", "TimeControl", "Result",
-               "Termination", "Rated")
+               "Termination", "Ending", "Rated")
 _RATING_FIELDS = ("rating", "deviation", "volatility")
 
 
 def _rating_text(change: p.RatingUpdate) -> str:
-    """A rating change as its tag holds it: ``1500 350 0.06 -> 1662.31 290.32 0.05999919``
+    """A rating change as its tag holds it: ``1500 350 0.06 -> 1662.21 290.23 0.05999968``
     (rating, deviation, volatility before, then after; floats written to round-trip)."""
     def side(when: str) -> str:
         return " ".join(_number(getattr(change, f"{name}_{when}")) for name in _RATING_FIELDS)
     return f"{side('before')} -> {side('after')}"
+
+
+def rating_change_text(change: p.RatingUpdate) -> str:
+    """A rating change as people read it: ``1500? -> 1662? (+162)``, ``?`` marking a
+    provisional rating (docs/RATINGS.md)."""
+    def shown(rating: float, deviation: float) -> str:
+        return f"{round(rating)}{'?' if deviation > PROVISIONAL_DEVIATION else ''}"
+    delta = round(change.rating_after) - round(change.rating_before)
+    return (f"{shown(change.rating_before, change.deviation_before)} -> "
+            f"{shown(change.rating_after, change.deviation_after)} "
+            f"({'+' if delta >= 0 else ''}{delta})")
 
 
 def _number(value: float) -> str:
@@ -425,6 +465,7 @@ def _record_from_tags(tags: dict[str, str]) -> dict[str, Any]:
         "time_control": _tag_time_control(tags.get("TimeControl", "unlimited")),
         "winner": winner,
         "termination": termination.strip(),
+        "ending": tags.get("Ending"),
     }
 
 
@@ -518,14 +559,14 @@ def _annotate(move: RecordMove, note: dict[str, int], line: int) -> RecordMove:
 
 # -- the JSON form -----------------------------------------------------------------------------
 _JSON_KEYS = ("format", "game_id", "game", "options", "rules_version", "players",
-              "player_kinds", "date", "time_control", "winner", "termination", "moves",
-              "rated", "rating_changes")
+              "player_kinds", "date", "time_control", "winner", "termination", "ending",
+              "moves", "rated", "rating_changes")
 _MOVE_KEYS = ("ply", "move", "ms_used", "clock_ms")
 
 
 def to_dict(record: MatchRecord) -> dict[str, Any]:
-    """The record as plain JSON-ready data (keys in docs/RECORDS.md); ``rated`` and
-    ``rating_changes`` only for a rated game."""
+    """The record as plain JSON-ready data (keys in docs/RECORDS.md); ``ending`` only for
+    a game the rules ended, ``rated`` and ``rating_changes`` only for a rated game."""
     data = _plain_dict(record)
     if record.rated:
         data["rated"] = True
@@ -547,6 +588,7 @@ def _plain_dict(record: MatchRecord) -> dict[str, Any]:
         "time_control": record.time_control.to_wire(),
         "winner": record.winner,
         "termination": record.termination,
+        **({"ending": record.ending} if record.ending is not None else {}),
         "moves": [{"ply": m.ply, "move": m.move, "ms_used": m.ms_used, "clock_ms": m.clock_ms}
                   for m in record.moves],
     }
@@ -595,6 +637,7 @@ def from_dict(data: object) -> MatchRecord:
         time_control=data.get("time_control", {"kind": "unlimited"}),
         winner=data["winner"],
         termination=data["termination"],
+        ending=data.get("ending"),
         moves=tuple(moves),
     )
 
@@ -637,9 +680,10 @@ def record_from_state(state: engine.State, *, players: Sequence[str], date: str,
     if termination is None:
         termination = "normal" if state.is_over else "unterminated"
         winner = state.winner
+    ending = state.ending if termination == "normal" else None
     return MatchRecord(game=state.game.key, options=dict(state.options),
                        players=_pair("players", players), date=date, termination=termination,
-                       winner=winner,
+                       winner=winner, ending=None if ending is None else ending.text,
                        moves=tuple(RecordMove(i, m) for i, m in enumerate(state.moves)),
                        **fields)
 
@@ -668,6 +712,7 @@ def match_record_from_wire(record: p.Record | Mapping[str, Any],
         time_control=record.clock,
         winner=None if result is None else result.winner,
         termination="unterminated" if result is None else result.reason,
+        ending=None if result is None or result.ending is None else result.ending.text,
         moves=tuple(RecordMove(m.ply, m.move, m.ms_used, m.clock_ms) for m in record.moves),
         rated=bool(record.rated), rating_changes=record.rating_changes,
     )
@@ -741,6 +786,10 @@ def _result_problems(record: MatchRecord, state: engine.State) -> list[str]:
         if state.winner != record.winner:
             return [f"the rules give the win to {_who(state.winner, colours)}, "
                     f"the record to {_who(record.winner, colours)}"]
+        ending = state.ending
+        if record.ending is not None and ending is not None and record.ending != ending.text:
+            return [f"the record says the game ended with {record.ending!r}; "
+                    f"the rules say {ending.text!r}"]
         return []
     if state.is_over:
         return [f"the game ended by the rules at its last move, {_numbered(state.ply - 1)}, "

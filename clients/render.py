@@ -9,13 +9,16 @@ asked for, so the same text serves terminals, pipes and tests.
 
 from __future__ import annotations
 
+import math
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import engine
 import protocol as p
 from clients import notation
+from protocol.limits import PROVISIONAL_DEVIATION
 
 RESET = "\x1b[0m"
 DIM = "\x1b[2m"
@@ -199,54 +202,106 @@ def player_lines(players: Sequence[Player], colours: Sequence[str], *, to_move: 
     return lines
 
 
-def legal_lines(state: engine.State, summary: Mapping[str, Any]) -> list[str]:
-    """The legal moves in short, from the engine: how many of each size (one cell, two...),
-    the one-cell moves listed (the legal placements), and pass. Groups the summary lists
-    already (Hadron's legal squares, Hexifact's jumps) are named by it instead; nothing
-    when the summary already lists them all."""
+def move_groups(state: engine.State, summary: Mapping[str, Any] | None = None
+                ) -> list[tuple[str, list[str], bool]]:
+    """The legal moves by size (one cell, two...), each group with its name (the summary's
+    name for a group it lists, such as Hadron's legal squares or Hexifact's jumps) and
+    whether the summary lists it already; pass last, alone."""
     moves = [str(m) for m in state.legal_moves()]
-    if not moves:
-        return []
     by_size: dict[int, list[str]] = {}
     for move in moves:
         if move != notation.PASS:
             by_size.setdefault(len(notation.CELL.findall(move.lower())), []).append(move)
-    listed = {frozenset(v): k.replace("_", " ") for k, v in summary.items()
+    listed = {frozenset(v): k.replace("_", " ") for k, v in (summary or {}).items()
               if isinstance(v, list) and v and all(isinstance(x, str) for x in v)}
-    parts: list[str] = []
-    covered = True
+    groups: list[tuple[str, list[str], bool]] = []
     for size, group in sorted(by_size.items()):
         name = listed.get(frozenset(group))
         if name is not None:
-            parts.append(f"{len(group):,} {name}")
+            groups.append((name, group, True))
             continue
-        covered = False
         noun = "one-cell move" if size == 1 else f"{size}-cell move"
-        text = f"{len(group):,} {noun}{'s' if len(group) != 1 else ''}"
-        if size == 1 or len(group) <= MAX_LISTED_CELLS:
-            text += f" ({_value_text(group)})"
-        parts.append(text)
+        groups.append((noun + ("s" if len(group) != 1 else ""), group, False))
     if notation.PASS in moves:
-        parts.append("pass")
+        groups.append(("pass", [notation.PASS], False))
+    return groups
+
+
+def legal_lines(state: engine.State, summary: Mapping[str, Any]) -> list[str]:
+    """The legal moves in short, from the engine: how many of each size (one cell, two...),
+    the one-cell moves listed (the legal placements), and pass. Groups the summary lists
+    already (Hadron's legal squares, Hexifact's jumps) are named by it instead; nothing
+    when the summary already lists them all; ``legal: pass (the only move)`` when passing
+    is all that is left."""
+    groups = move_groups(state, summary)
+    if [name for name, _, _ in groups] == ["pass"]:
+        return ["legal: pass (the only move)"]
+    parts: list[str] = []
+    for name, group, is_listed in groups:
+        if name == "pass":
+            parts.append("pass")
+        elif is_listed:
+            parts.append(f"{len(group):,} {name}")
+        else:
+            text = f"{len(group):,} {name}"
+            if name.startswith("one-cell") or len(group) <= MAX_LISTED_CELLS:
+                text += f" ({_value_text(group)})"
+            parts.append(text)
+    covered = all(is_listed for name, _, is_listed in groups if name != "pass")
     return [] if covered else [f"legal: {', '.join(parts)}"]
 
 
+def moves_lines(state: engine.State, width: int = 100, per_group: int = 120) -> list[str]:
+    """Every legal move (the ``moves`` command), grouped by size and counted, each group
+    wrapped between moves, never inside one; beyond ``per_group`` moves a group says how
+    many more there are."""
+    groups = move_groups(state)
+    total = sum(len(group) for _, group, _ in groups)
+    colour = state.game.players[state.to_move]
+    lines = [f"{total:,} legal move{'s' if total != 1 else ''} for {colour}:"]
+    for name, group, _ in groups:
+        if name == "pass":
+            lines.append("  pass" + (" (the only move)" if total == 1 else ""))
+            continue
+        lines.append(f"  {len(group):,} {name}:")
+        shown = " ".join(group[:per_group])
+        lines += textwrap.wrap(shown, width, initial_indent="    ", subsequent_indent="    ",
+                               break_long_words=False, break_on_hyphens=False)
+        if len(group) > per_group:
+            lines.append(f"    ... and {len(group) - per_group:,} more")
+    return lines
+
+
 def ending_text(state: engine.State) -> str:
-    """Why the rules ended a game, from the final position: two passes in a row, or the
-    player to move has no legal move; with the tally (``groups: Black 3, White 2``)."""
-    colours = state.game.players
-    if state.moves[-2:] == (notation.PASS, notation.PASS):
-        why = "two passes in a row"
-    else:
-        why = f"{colours[state.to_move]} has no legal move"
-    tally = summary_lines(state.summary(), colours, per_seat_only=True)
-    return "; ".join([why, *tally])
+    """Why the rules ended a game, in the engine's words (``State.ending``): ``Blue has no
+    legal placement``, ``both passed: Black 14 groups, White 11; fewer groups wins``."""
+    ending = state.ending
+    return ending.text if ending is not None else ""
+
+
+def pass_consequence(state: engine.State, me: int) -> str | None:
+    """What passing now would do for ``me`` if it ends the game (the engine's ending of the
+    state after the pass): ``Your opponent passed: passing now ends the game, and you lose
+    (both passed: ...).``; None if a pass would not end it (or is not legal)."""
+    ending = state.ending_if(notation.PASS)
+    if ending is None:
+        return None
+    lead = "Your opponent passed: passing" if state.last_move == notation.PASS else "Passing"
+    outcome = "win" if ending.winner == me else "lose"
+    return f"{lead} now ends the game, and you {outcome} ({ending.text})."
+
+
+def only_pass(state: engine.State) -> bool:
+    """Is passing the only legal move here (the engine's list, without listing them all)?"""
+    legal = state.legal_moves_upto(1)
+    return legal is not None and [str(m) for m in legal] == [notation.PASS]
 
 
 def result_text(game: str, players: Sequence[Player], result: p.Result | None,
                 final: engine.State | None = None) -> str:
-    """How the game ended, in words: ``Red (alice) wins: Blue resigned.``; with the final
-    position, a game the rules ended says why (``by the rules: two passes in a row; ...``)."""
+    """How the game ended, in words: ``Red (alice) wins: Blue resigned.``; a game the rules
+    ended says why and by how much: the result's ``ending`` (the server's), else the
+    engine's ending of the ``final`` state."""
     if result is None:
         return "The game is still going on."
     if result.winner is None:
@@ -255,8 +310,10 @@ def result_text(game: str, players: Sequence[Player], result: p.Result | None,
     winner, loser = result.winner, 1 - result.winner
     who = f"{colours[winner]} ({players[winner][0]}) wins"
     rules = "by the rules"
-    if final is not None and final.is_over and final.ply:
-        rules += f" ({ending_text(final)})"
+    if result.ending is not None:
+        rules = result.ending.text
+    elif final is not None and final.ending is not None:
+        rules = final.ending.text
     why = {
         "normal": rules,
         "resign": f"{colours[loser]} resigned",
@@ -324,6 +381,37 @@ def seek_terms(seek: p.OpenSeek) -> str:
     if seek.rating_min is None and seek.rating_max is None:
         return " rated"
     return f" rated {seek.rating_min or ''}-{seek.rating_max or ''}"
+
+
+_GLICKO2_SCALE = 173.7178  # 400 / ln(10): a deviation on the Glicko-2 scale
+
+
+def games_to_establish(deviation: float, opponents_deviation: float) -> int:
+    """About how many more rated games bring a provisional ``deviation`` to the established
+    bound (:data:`protocol.limits.PROVISIONAL_DEVIATION`), against opponents of about the
+    same rating with ``opponents_deviation``: each such game adds g(opponent)^2 / 4 to
+    1/phi^2 (Glicko-2's step 3 and 7, docs/RATINGS.md). An estimate: results, rating gaps
+    and days without games change it."""
+    if deviation <= PROVISIONAL_DEVIATION:
+        return 0
+    phi, target = deviation / _GLICKO2_SCALE, PROVISIONAL_DEVIATION / _GLICKO2_SCALE
+    g = 1 / math.sqrt(1 + 3 * (opponents_deviation / _GLICKO2_SCALE) ** 2 / math.pi ** 2)
+    return max(1, math.ceil((1 / target ** 2 - 1 / phi ** 2) / (g * g / 4)))
+
+
+def provisional_text(game: str, update: p.RatingUpdate, opponents: p.RatingUpdate) -> str:
+    """Why a rating is not on the leaderboard yet, after a rated game: ``Your hadron rating
+    (1662?) is provisional until its deviation, 290 now, is 110 or less: about 12 more rated
+    games against opponents like this one. The leaderboard lists established ratings only.``
+    Empty for an established rating."""
+    if update.deviation_after <= PROVISIONAL_DEVIATION:
+        return ""
+    more = games_to_establish(update.deviation_after, opponents.deviation_before)
+    return (f"Your {game} rating ({round(update.rating_after)}?) is provisional until its "
+            f"deviation, {round(update.deviation_after)} now, is "
+            f"{PROVISIONAL_DEVIATION:g} or less: about {more} more rated "
+            f"game{'s' if more != 1 else ''} against opponents like this one. The "
+            "leaderboard lists established ratings only.")
 
 
 def change_text(update: p.RatingUpdate) -> str:

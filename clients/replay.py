@@ -22,14 +22,16 @@ from dataclasses import dataclass
 import engine
 import protocol as p
 from clients import render
-from clients.connection import DEFAULT_URL
+from clients.address import add_server_argument, chosen_server
 from clients.export import read_records
 from clients.fetch import FetchError, Source, fetch_record
 from clients.records import (
     MatchRecord,
     RecordError,
+    decimals_needed,
     format_clock_reading,
     match_record_from_wire,
+    rating_change_text,
 )
 from clients.terminal import Terminal, wants_color
 
@@ -135,11 +137,26 @@ class Replayer:
     def info(self) -> str:
         r = self.record
         lines = [self.title(), f"date: {r.date}", f"rules version: {r.rules_version}",
-                 f"result: {r.result} ({r.termination})", f"moves: {len(r.moves)}"]
+                 f"result: {r.result} ({r.termination})", self.rated_text(),
+                 f"moves: {len(r.moves)}"]
+        decimals = decimals_needed(m.clock_ms for m in r.moves)
         for m in r.moves:
-            clock = f" [{format_clock_reading(m.clock_ms)}]" if m.clock_ms is not None else ""
+            clock = (f" [{format_clock_reading(m.clock_ms, decimals)}]"
+                     if m.clock_ms is not None else "")
             lines.append(f"  {m.ply + 1:>3}. {m.move}{clock}")
         return "\n".join(lines)
+
+    def rated_text(self) -> str:
+        """``rated: yes; Red (alice) 1500? -> 1662? (+162), ...`` or ``rated: no (casual)``."""
+        r = self.record
+        if not r.rated:
+            return "rated: no (casual)"
+        if r.rating_changes is None:
+            return "rated: yes"
+        colours = r.colours
+        return "rated: yes; " + ", ".join(
+            f"{colours[seat]} ({r.players[seat]}) {rating_change_text(change)}"
+            for seat, change in enumerate(r.rating_changes))
 
     def command(self, line: str) -> Step:
         """Carry out one replay command."""
@@ -232,7 +249,7 @@ def load(args: argparse.Namespace) -> MatchRecord:
         if isinstance(item, RecordError):
             raise FetchError(f"{label}: {item}")
         return item
-    source = Source(server=args.server or DEFAULT_URL, db=args.db)
+    source = Source(server=chosen_server(args.server), db=args.db)
     return match_record_from_wire(fetch_record(source, args.game_id))
 
 
@@ -241,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="step through a stored match")
     parser.add_argument("game_id", nargs="?")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--server", help=f"fetch from this server (default {DEFAULT_URL})")
+    add_server_argument(where, "fetch from this server")
     where.add_argument("--db", help="read this database, e.g. sqlite+aiosqlite:///tessera.db")
     where.add_argument("--file", help="replay a text or JSON record file")
     parser.add_argument("--ply", type=int, help="print the position after PLY moves and exit")

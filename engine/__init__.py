@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .boards import Board, Cell
-from .core import Game, Move, State
+from .core import NO_MOVE, PASSES, Ending, Game, Move, State
 from .errors import BadOption, BadPosition, EngineError, IllegalMove, UnknownGame
 from .games import GAMES, get_game
 from .options import Option
@@ -40,10 +40,13 @@ def replay(key: str, options: Mapping[str, Any], moves: Iterable[str]) -> State:
 
 __all__ = [
     "GAMES",
+    "NO_MOVE",
+    "PASSES",
     "BadOption",
     "BadPosition",
     "Board",
     "Cell",
+    "Ending",
     "EngineError",
     "Game",
     "IllegalMove",

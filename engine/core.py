@@ -41,6 +41,23 @@ class Move(NamedTuple):
 
 PASS = Move("pass", (), "pass")
 
+NO_MOVE = "no_move"
+"""An ending: the player to move had no legal move (and lost)."""
+PASSES = "passes"
+"""An ending: two passes followed each other, and the rules compared the scores."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How the rules ended a game: who won, how (``NO_MOVE`` or ``PASSES``), what the
+    rules compared (``scores``, seat 0's then seat 1's; None where a game keeps no score),
+    and all of it in one sentence in the game's own words (``text``)."""
+
+    winner: int
+    how: str
+    scores: tuple[int, int] | None
+    text: str
+
 
 class Position(Protocol):
     """What every game's mutable position provides. Only the engine mutates positions."""
@@ -61,6 +78,7 @@ class Position(Protocol):
     @property
     def winner(self) -> int | None: ...
     def summary(self) -> dict[str, Any]: ...
+    def ending(self, colours: tuple[str, str]) -> Ending | None: ...
     def text_fields(self) -> dict[str, str]: ...
 
 
@@ -99,6 +117,22 @@ class State:
     @property
     def winner(self) -> int | None:
         return self._pos.winner
+
+    @property
+    def ending(self) -> Ending | None:
+        """How the rules ended the game (winner, how, scores, in words); None while it goes
+        on. A game that ended otherwise (resigned, lost on time) has none: the engine
+        does not know of it."""
+        return self._pos.ending(self.game.players)
+
+    def ending_if(self, move: str | Move) -> Ending | None:
+        """The ending ``move`` would bring if played now: None if it is illegal or the game
+        goes on after it (a client warns of a pass that ends the game with it)."""
+        try:
+            after = self.play(move)
+        except IllegalMove:
+            return None
+        return after.ending
 
     @property
     def board(self) -> Board:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .boards import Board
-from .core import Move
+from .core import NO_MOVE, Ending, Move
 from .errors import IllegalMove
 
 _FALLBACK_TRIES = 32
@@ -115,6 +115,13 @@ class HadronPosition:
             "legal_squares": [m.text for m in self.legal_moves()],
             "tiles": [self.cells.count(1), self.cells.count(2)],
         }
+
+    def ending(self, colours: tuple[str, str]) -> Ending | None:
+        """The player to move has no legal placement and loses."""
+        winner = self.winner
+        if winner is None:
+            return None
+        return Ending(winner, NO_MOVE, None, f"{colours[1 - winner]} has no legal placement")
 
     def text_fields(self) -> dict[str, str]:
         return {}

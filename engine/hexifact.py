@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .boards import Board
-from .core import PASS, Move
+from .core import PASS, PASSES, Ending, Move
 from .errors import BadPosition, IllegalMove
 from .fields import int_field
 
@@ -238,6 +238,27 @@ class HexifactPosition:
             "groups": [self.group_sizes(1), self.group_sizes(2)],
             "jumps": jumps,
         }
+
+    def ending(self, colours: tuple[str, str]) -> Ending | None:
+        """Both passed: the one who passed last wins unless the other scores more."""
+        winner = self.winner
+        if winner is None:
+            return None
+        scores = self.scores()
+        last = (self.ply - 1) % 2
+        told = ", ".join(f"{colours[seat]} {self._score_text(seat)}" for seat in (0, 1))
+        if scores[0] == scores[1]:
+            rule = f"the tie goes to {colours[last]}, who passed last"
+        else:
+            rule = "the higher score wins"
+        return Ending(winner, PASSES, (scores[0], scores[1]), f"both passed: {told}; {rule}")
+
+    def _score_text(self, seat: int) -> str:
+        """``6 x 6 = 36``: the two largest groups and their product; or why the score is 0."""
+        sizes = self.group_sizes(seat + 1)
+        if len(sizes) >= 2:
+            return f"{sizes[0]} x {sizes[1]} = {sizes[0] * sizes[1]}"
+        return "0 (one group)" if sizes else "0 (no stones)"
 
     # -- position text ------------------------------------------------------------------------
     def text_fields(self) -> dict[str, str]:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .boards import Board
-from .core import PASS, Move
+from .core import PASS, PASSES, Ending, Move
 from .errors import IllegalMove
 from .fields import int_field
 
@@ -296,6 +296,17 @@ class XoddPosition:
             "parity": "odd" if (black + white) % 2 else "even",
             "empty_cells": self.board.size - self.stones,
         }
+
+    def ending(self, colours: tuple[str, str]) -> Ending | None:
+        """Both passed: the player with fewer groups of their colour wins."""
+        winner = self.winner
+        if winner is None:
+            return None
+        black, white = self.groups
+        plural = "group" if black == 1 else "groups"
+        text = (f"both passed: {colours[0]} {black} {plural}, {colours[1]} {white}; "
+                "fewer groups wins")
+        return Ending(winner, PASSES, (black, white), text)
 
     # -- position text ------------------------------------------------------------------------
     def text_fields(self) -> dict[str, str]:

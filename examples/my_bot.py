@@ -3,12 +3,12 @@
 
 Make a bot account once (the server's operator does this) and keep the token it prints::
 
-    tessera admin create-bot mybot
+    .venv/bin/tessera admin create-bot mybot
 
-Then run this file; it takes every option of ``tessera bot`` (``--help`` lists them)::
+Then run this file; it takes every option of ``.venv/bin/tessera bot`` (``--help`` lists them)::
 
     export TESSERA_BOT_TOKEN=...          # the token
-    python examples/my_bot.py --server ws://127.0.0.1:8765/ws --games hadron,xodd \\
+    .venv/bin/python examples/my_bot.py --server ws://127.0.0.1:8765/ws --games hadron,xodd \\
         --seek 'hadron size=5 5s/move' --max-games 2
 
 It plays until you press Ctrl-C (the games in progress are finished first; press it again

@@ -5,7 +5,7 @@ It uses only the Python standard library and knows no rules: on ``go`` it asks t
 for the legal moves (``legal``) and picks one at random. Any game works. Run it through the
 bridge (see docs/BRIDGE.md)::
 
-    tessera bridge -- python3 examples/random_engine.py --seed 7
+    .venv/bin/tessera bridge -- python3 examples/random_engine.py --seed 7
 
 or talk to it by hand: type ``tessera 1``, ``newgame hadron size=5 0``, ``go think=100``,
 answer its ``legal`` with ``legal a1 b2``, and it says ``move a1`` or ``move b2``.

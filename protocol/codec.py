@@ -49,6 +49,7 @@ __all__ = [
     "encode",
     "encode_trusted",
     "load_value",
+    "peek_type",
 ]
 
 _REQUEST_ID = compile_type(RequestId)
@@ -107,6 +108,20 @@ def decode_server(
     """The server message in one frame (client side); ProtocolError if there is none."""
     raw = _unpack_map(data, max_bytes, None)
     return cast(ServerMessage, _load(raw, SERVER_MESSAGES, check_version=False))
+
+
+def peek_type(data: bytes | bytearray | memoryview) -> str | None:
+    """The message type (``t``) a frame claims, without checking the rest; None when it
+    has none that can be read. For a server that must tell a ``ping`` from other requests
+    before it decodes them in their turn (the full check comes then)."""
+    try:
+        value = msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=_refuse_ext,
+                                max_array_len=CLIENT_CONTAINER_ITEMS,
+                                max_map_len=CLIENT_CONTAINER_ITEMS)
+    except Exception:
+        return None
+    tag = value.get("t") if isinstance(value, dict) else None
+    return tag if isinstance(tag, str) else None
 
 
 # Unpacking ----------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ class ErrorCode(enum.StrEnum):
     GAME_OVER = "game_over"
     RATE_LIMITED = "rate_limited"
     CONFLICT = "conflict"
+    NOT_STORED = "not_stored"
     INTERNAL_ERROR = "internal_error"
 
 

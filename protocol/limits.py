@@ -55,6 +55,9 @@ MAX_OPTION_STRING_CHARS = 32
 MAX_LIST_LIMIT = 100
 DEFAULT_LIST_LIMIT = 20
 
+PROVISIONAL_DEVIATION = 110.0
+"""A rating whose deviation is above this is ``provisional`` (docs/RATINGS.md)."""
+
 MIN_CLOCK_MS = 1_000
 MAX_CLOCK_MS = 24 * 3600 * 1000
 MAX_INCREMENT_MS = 3600 * 1000

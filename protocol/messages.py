@@ -45,6 +45,7 @@ from protocol.values import (
     ClocksMs,
     Color,
     Cursor,
+    Ending,
     EndReason,
     Flag,
     GameId,
@@ -64,6 +65,7 @@ from protocol.values import (
     Record,
     RematchEnd,
     RequestId,
+    Result,
     ResultFilter,
     Seat,
     SeekId,
@@ -77,6 +79,7 @@ from protocol.values import (
     User,
     Username,
     Version,
+    check_ending,
     check_winner,
 )
 
@@ -612,6 +615,9 @@ class DeclineRematch(Message):
     REPLIES = ("ok",)
     id: RequestId
     game_id: GameId
+    message: Note | None = None
+    """Why, for the other player (e.g. "busy: playing 2 of at most 2 games"): sent on in
+    ``rematch_ended``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -819,6 +825,9 @@ class Position(Message):
     last_move_cells: Annotated[Sequence[CellName], Items(0, 8)]
     summary: PositionSummary
     legal_moves: Annotated[Sequence[MoveText], Items(0, MAX_LISTED_MOVES)] | None = None
+    after_pass: Result | None = None
+    """Given when the player to move may pass and passing would end the game: the result
+    it would have (the engine's, with its ending), for a client to warn before a pass."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -949,9 +958,12 @@ class GameOver(Message):
     reason: EndReason
     rating_changes: RatingUpdates | None = None
     """Both players' rating changes, seat 0 first, for a rated game (not an aborted one)."""
+    ending: Ending | None = None
+    """How the rules decided it (reason ``normal`` only): the engine's reason and scores."""
 
     def _check(self) -> None:
         check_winner("game_over", self.winner, self.reason)
+        check_ending("game_over", self.reason, self.ending)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1018,6 +1030,8 @@ class RematchEnded(Message):
     game_id: GameId
     reason: RematchEnd
     new_game_id: GameId | None = None
+    message: Note | None = None
+    """Why, in the words of whoever declined (a ``decline_rematch``'s ``message``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -216,10 +216,23 @@ def parse_time_control(text: str) -> TimeControl:
             base, _, increment = t.partition("+")
             return Fischer(base_ms=parse_duration_ms(base),
                            increment_ms=parse_duration_ms(increment))
-    except InvalidMessage as exc:
-        why = str(exc).split(": ", 1)[-1]
-        raise TimeControlSyntaxError(f"time control {text!r} is out of range: {why}") from None
+    except InvalidMessage:
+        raise TimeControlSyntaxError(
+            f"time control {text!r} is out of range: {_allowed(t)}") from None
     raise TimeControlSyntaxError(_what_to_write(text, t))
+
+
+def _allowed(t: str) -> str:
+    """The range of a time control of the form ``t`` has, in its own notation."""
+    shortest, longest = format_duration_ms(MIN_CLOCK_MS), format_duration_ms(MAX_CLOCK_MS)
+    if re.fullmatch(r"\d+d/move", t):
+        return f"a correspondence move has 1d to {MAX_DAYS_PER_MOVE}d (1d/move to " \
+               f"{MAX_DAYS_PER_MOVE}d/move)"
+    if t.endswith("/move"):
+        return f"a move has {shortest} to {longest} ({shortest}/move to {longest}/move)"
+    return (f"the base time is {shortest} to {longest} and the increment 0s to "
+            f"{format_duration_ms(MAX_INCREMENT_MS)} (1s+0s to {longest}+"
+            f"{format_duration_ms(MAX_INCREMENT_MS)})")
 
 
 def _what_to_write(text: str, t: str) -> str:

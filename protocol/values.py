@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from protocol._schema import Floats, Free, Ints, Items, Struct, Text
 from protocol.errors import InvalidMessage
@@ -26,6 +26,7 @@ from protocol.limits import (
 from protocol.timecontrol import TimeControl
 
 __all__ = [
+    "Ending",
     "Limits",
     "OpenSeek",
     "PlayedMove",
@@ -40,6 +41,9 @@ __all__ = [
     "Summary",
     "User",
 ]
+
+if TYPE_CHECKING:
+    import engine
 
 # Scalars ------------------------------------------------------------------------------------
 
@@ -93,6 +97,9 @@ ChallengeEnd = Literal["accepted", "declined", "cancelled"]
 ResultFilter = Literal["win", "loss"]
 Flag = Literal[True, False]
 """A bool on the wire."""
+EndingHow = Literal["no_move", "passes"]
+"""How the rules ended a game: the player to move had no legal move, or both passed."""
+Score = Annotated[int, Ints(0, MAX_INT32)]
 RematchEnd = Literal["accepted", "declined", "lapsed"]
 """Why a rematch offer ended: taken (a new game), refused, or a player left."""
 RatingInt = Annotated[int, Ints(-10_000, 10_000)]
@@ -179,19 +186,51 @@ class Standing(Struct):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Ending(Struct):
+    """How the rules decided a game that ended by them (reason ``normal``), as the engine
+    says (``State.ending``): ``how``, what the rules compared (``scores``, seat 0's then
+    seat 1's; absent where the game keeps no score, as Hadron) and one sentence for people
+    (``text``, e.g. "both passed: Black 14 groups, White 11; fewer groups wins")."""
+
+    how: EndingHow
+    scores: tuple[Score, Score] | None = None
+    text: Annotated[str, Text(1, 200)]
+
+    @classmethod
+    def of(cls, ending: engine.Ending | None) -> Ending | None:
+        """The protocol's form of the engine's ending (None for None)."""
+        if ending is None:
+            return None
+        return cls(how=cast(Any, ending.how), scores=ending.scores, text=ending.text)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Result(Struct):
-    """How a game ended: ``winner`` is None exactly when the game was aborted."""
+    """How a game ended: ``winner`` is None exactly when the game was aborted; ``ending``
+    (reason ``normal`` only) says how the rules decided it, where the sender knows."""
 
     winner: Seat | None = None
     reason: EndReason
+    ending: Ending | None = None
 
     def _check(self) -> None:
         check_winner("result", self.winner, self.reason)
+        check_ending("result", self.reason, self.ending)
+
+    @classmethod
+    def of(cls, ending: engine.Ending) -> Result:
+        """The result of a game the rules ended thus."""
+        return cls(winner=cast(Any, ending.winner), reason="normal", ending=Ending.of(ending))
 
 
 def check_winner(path: str, winner: int | None, reason: str) -> None:
     if (winner is None) != (reason == "abort"):
         raise InvalidMessage(f"{path}: winner must be given unless the reason is 'abort'")
+
+
+def check_ending(path: str, reason: str, ending: Ending | None) -> None:
+    if ending is not None and reason != "normal":
+        raise InvalidMessage(f"{path}.ending: given only when the reason is 'normal'")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

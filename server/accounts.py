@@ -20,6 +20,7 @@ import contextlib
 import functools
 import heapq
 import itertools
+import math
 import os
 import secrets
 import time
@@ -191,8 +192,17 @@ def _rate_limited(what: str, wait_s: float) -> ProtocolError:
 
 
 def _locked_out(wait_s: float) -> ProtocolError:
-    return ProtocolError("too many failed logins; try again later", code=ErrorCode.LOCKED_OUT,
+    return ProtocolError(f"too many failed logins from your address; try again in "
+                         f"{_how_long(wait_s)}", code=ErrorCode.LOCKED_OUT,
                          retry_after_ms=int(wait_s * 1000) + 1)
+
+
+def _how_long(wait_s: float) -> str:
+    """``30 s``, ``2 min``, ``1 min 30 s``: a wait as a person reads it (rounded up)."""
+    minutes, seconds = divmod(max(1, math.ceil(wait_s)), 60)
+    if not minutes:
+        return f"{seconds} s"
+    return f"{minutes} min" + (f" {seconds} s" if seconds else "")
 
 
 class Accounts:

@@ -12,6 +12,7 @@ requests are handled in :mod:`server.handlers`, stored records become protocol m
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import logging
 import signal
@@ -42,8 +43,9 @@ from .metrics import Metrics, measure_loop_lag
 from .rematch import Rematches
 from .revocation import enforce_revocations
 from .rooms import GameRoom
-from .session import Session
+from .session import Handling, Session
 from .storage import GameRatings, Storage, open_storage, redact_url
+from .storage.sole import SoleServer, sole_server
 from .tasks import Tasks
 from .wsio import Outbox
 
@@ -54,6 +56,23 @@ log = logging.getLogger(__name__)
 
 IDLE_SWEEP_S = 60.0  # how often idle rate-limit buckets and lockout entries are dropped
 CHURN_MIN_DROP = 200  # connections closed a second: a fall by this much hands memory back
+
+
+class CannotListen(Exception):
+    """The server could not listen on its address (the port is taken, the host is not
+    this machine's, ...); the message says which and what to do."""
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    """One line for the operator about an ``OSError`` from binding ``host:port``."""
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another server?): stop it, or "
+                "choose another port with --port")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}: not an address of this machine (--host)"
+    if exc.errno == errno.EACCES:
+        return f"not allowed to listen on port {port} (ports below 1024 need privileges)"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
 
 
 class App:
@@ -88,6 +107,7 @@ class App:
         self.routes = Routes(metrics, settings, self.admission)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
+        self.handling = Handling()  # requests in progress; pings pass the slow ones
         # an account's budgets over all its connections (on a cluster: over every node)
         self.account_requests = topology.account_requests
         self.account_chat = topology.account_chat
@@ -209,9 +229,23 @@ class Running:
 async def running_server(settings: Settings, topology: Topology | None = None
                          ) -> AsyncIterator[Running]:
     """Open storage (migrating it), prepare the topology (a lone server, by default,
-    restores its games in progress), listen; on exit close with 1001."""
+    restores its games in progress), listen; on exit close with 1001.
+
+    The server holds its database as its topology says (:mod:`server.storage.sole`): a lone
+    server alone for its lifetime, so that a second one on the same database raises
+    :class:`~server.storage.sole.DatabaseInUse` before it restores anything; a cluster's
+    nodes share theirs with each other only. An address it cannot listen on raises
+    :class:`CannotListen`."""
     if topology is None:
         topology = LocalTopology(settings)
+    async with sole_server(settings.db_url, node=topology.shares_database) as sole, \
+            _running_server(settings, topology, sole) as running:
+        yield running
+
+
+@asynccontextmanager
+async def _running_server(settings: Settings, topology: Topology,
+                          sole: SoleServer) -> AsyncIterator[Running]:
     metrics = Metrics()
     async with open_storage(settings.db_url,
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
@@ -223,18 +257,23 @@ async def running_server(settings: Settings, topology: Topology | None = None
         untime_collections = metrics.time_collections()
         try:
             await topology.prepare()
-            async with websockets.serve(
-                app.serve_connection, settings.host, settings.port,
-                process_request=app.routes.respond,
-                max_size=settings.max_frame_bytes, compression=None,
-                ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
-                close_timeout=settings.close_timeout,
-                max_queue=16, server_header=None, reuse_port=settings.reuse_port,
-                backlog=settings.accept_batch,
-                create_connection=wsio.reporting_connection(app.admission.handshakes.accepted),
-            ) as ws_server:
+            try:
+                serving = await websockets.serve(
+                    app.serve_connection, settings.host, settings.port,
+                    process_request=app.routes.respond,
+                    max_size=settings.max_frame_bytes, compression=None,
+                    ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
+                    close_timeout=settings.close_timeout,
+                    max_queue=16, server_header=None, reuse_port=settings.reuse_port,
+                    backlog=settings.accept_batch,
+                    create_connection=wsio.reporting_connection(
+                        app.admission.handshakes.accepted))
+            except OSError as exc:
+                raise CannotListen(listen_problem(settings.host, settings.port, exc)) from None
+            async with serving as ws_server:
                 wsio.accept_in_batches(ws_server, settings.listen_backlog)
                 port = next(iter(ws_server.sockets)).getsockname()[1]
+                sole.listening(f"ws://{settings.host}:{port}/ws")
                 await topology.start(f"{settings.host}:{port}")
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,
                                                port)
@@ -247,6 +286,7 @@ async def running_server(settings: Settings, topology: Topology | None = None
                                 name="tessera-revocations")
                 app.tasks.spawn(app.ladder.run(settings.ladder_round_s), name="tessera-ladder")
                 app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
+                app.tasks.spawn(app.handling.run(), name="tessera-read-on")
                 app.tasks.spawn(memory.DropWatch(app.crowd, app.hand_back_memory,
                                                  peak=app.crowd_peak).run(),
                                 name="tessera-memory-drop")
@@ -290,9 +330,10 @@ async def run_server(settings: Settings, topology: Topology | None = None,
                 f.write(f"{running.port}\n")
         who = running.app.topology.description
         print(f"tessera: {who + ' ' if who else ''}listening on "
-              f"ws://{settings.host}:{running.port}/ws", flush=True)
+              f"ws://{settings.host}:{running.port}/ws; the lobby is at "
+              f"http://{settings.host}:{running.port}/", flush=True)
         await stop.wait()
         log.info("shutting down")
 
 
-__all__ = ["App", "Running", "run_server", "running_server"]
+__all__ = ["App", "CannotListen", "Running", "run_server", "running_server"]

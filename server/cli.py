@@ -211,21 +211,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem:
             print(f"tessera: {problem}", file=sys.stderr)
             return 2
+        from .app import CannotListen
+        from .storage.sole import DatabaseInUse
+
         if args.workers > 1:
             from .cluster.workers import run_workers
 
-            return run_workers(args, args.serve_parser)
+            try:
+                return run_workers(args, args.serve_parser)
+            except CannotListen as exc:
+                print(f"tessera: {exc}", file=sys.stderr)
+                return 1
         setup_logging(args.log_level)
         settings = config.from_flags(args, db_url=db_url)
         raise_fd_limit()
-        with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
-            if args.cluster:
-                runner.run(serve_node(settings, cluster_config.ClusterSettings(
-                    args.cluster, args.cluster_name, args.node_id or
-                    cluster_config.default_node_id(), lease_ms=args.lease_ms),
-                    args.ready_file))
-            else:
-                runner.run(run_server(settings, ready_file=args.ready_file))
+        try:
+            with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
+                if args.cluster:
+                    runner.run(serve_node(settings, cluster_config.ClusterSettings(
+                        args.cluster, args.cluster_name, args.node_id or
+                        cluster_config.default_node_id(), lease_ms=args.lease_ms),
+                        args.ready_file))
+                else:
+                    runner.run(run_server(settings, ready_file=args.ready_file))
+        except (CannotListen, DatabaseInUse) as exc:  # the operator's to fix: one line
+            print(f"tessera: {exc}", file=sys.stderr)
+            return 1
         return 0
     if args.command == "db":
         from .storage import redact_url, upgrade

@@ -187,7 +187,7 @@ class Games:
             played=played_moves(stored.moves), seq=stored.last_seq,
             clock=GameClock(control, remaining), created_ms=epoch_ms(info.created_at),
             status=GameStatus.of(info.status, state.ply),
-            result=None if live else result(info.winner, info.reason),
+            result=None if live else result(info.winner, info.reason, state),
             rated=info.rated, rating_changes=stored.ratings)
         room.move_seqs.update((m.ply, m.seq) for m in stored.moves)
         return room

@@ -73,7 +73,7 @@ class HouseBots:
     def command(self, bot: HouseBot) -> list[str]:
         return [sys.executable, "-m", "clients.cli", "bot", "--bot", bot.kind,
                 "--server", self.url, "--accept-from", "any",
-                "--max-games", str(GAMES_AT_ONCE), "--time-controls", ALL_CLOCKS,
+                "--max-games", str(GAMES_AT_ONCE), "--time-controls", ALL_CLOCKS, "--rematch",
                 "--move-time", f"{THINK_S:g}", "--supervised", "--log-level", "warning"]
 
     async def _supervise(self, bot: HouseBot) -> None:

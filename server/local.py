@@ -96,6 +96,7 @@ class LocalTopology:
 
     node_id = LOCAL_NODE
     description = ""
+    shares_database = False
 
     def __init__(self, settings: Settings) -> None:
         self.placement = LocalPlacement()

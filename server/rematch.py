@@ -55,12 +55,13 @@ class Rematches:
             raise missing  # taken or withdrawn meanwhile
         await self._start(room)
 
-    async def decline(self, user_id: int, game_id: str) -> None:
-        """Refuse the other's offer, or withdraw one's own."""
+    async def decline(self, user_id: int, game_id: str, message: str | None = None) -> None:
+        """Refuse the other's offer, or withdraw one's own (``message``: why, passed on)."""
         room, _ = await finished_seat(self._games, user_id, game_id)
         if await self._store.close(game_id) is None:
             raise refuse(p.ErrorCode.NOT_FOUND, "no rematch offer for this game", game_id)
-        await self._tell(room, p.RematchEnded(game_id=game_id, reason="declined"))
+        await self._tell(room, p.RematchEnded(game_id=game_id, reason="declined",
+                                              message=message))
 
     async def user_offline(self, user_id: int) -> None:
         """A user went offline everywhere: their offers (either way) lapse, and the other

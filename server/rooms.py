@@ -19,11 +19,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import engine
 from protocol import (
     ChatMessage,
+    Ending,
     ErrorCode,
     GameOver,
     GameStarted,
@@ -52,6 +53,7 @@ from .storage import (
     RatedPlayers,
     SeqAdvanced,
     StorageError,
+    WriteFailed,
 )
 from .wire import rating_updates
 
@@ -62,6 +64,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TIMEOUT_RETRY_S = 1.0  # a timeout that could not be stored is tried again this soon
+NOT_STORED_RETRY_MS = 1000  # a player's action the database did not store: send it again
+
+T = TypeVar("T")
 
 
 def now_ms() -> int:
@@ -134,6 +139,15 @@ class RoomContext:
 
 def refuse(code: str, message: str, game_id: str | None = None) -> ProtocolError:
     return ProtocolError(message, code=code, game_id=game_id)
+
+
+def not_stored(what: str, game_id: str, exc: WriteFailed) -> ProtocolError:
+    """The refusal of a player's action that the database did not store (``not_stored``:
+    nothing of it happened; send it again), logged in one line."""
+    log.warning("%s: %s", what, exc, extra={"game_id": game_id})
+    return ProtocolError(f"the {what} was not stored (the database is busy); send it again",
+                         code=ErrorCode.NOT_STORED, retry_after_ms=NOT_STORED_RETRY_MS,
+                         game_id=game_id)
 
 
 class GameRoom:
@@ -396,10 +410,16 @@ class GameRoom:
         if new_state.is_over:
             finish = GameFinished(self.game_id, new_state.winner, "normal", seq + 1,
                                   ms_to_datetime(now), "over", rated=self._rated_players())
-            _, changes = await asyncio.gather(self._writer.submit(item),
-                                              self._writer.submit(finish))
+            stored = await asyncio.gather(self._writer.submit(item),
+                                          self._writer.submit(finish), return_exceptions=True)
+            if isinstance(stored[0], WriteFailed) and isinstance(stored[1], WriteFailed):
+                raise not_stored("move", self.game_id, stored[0]) from None
+            for outcome in stored:  # one stored and not the other: not known to be nothing
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            changes = cast("GameRatings | None", stored[1])
         else:
-            await self._writer.submit(item)
+            await self._stored(self._writer.submit(item), "move")
         # Stored: now it happened.
         self.prev_state = self.state
         self.state = new_state
@@ -461,8 +481,9 @@ class GameRoom:
         async with self.lock:
             self._seat(player.user_id)
             seq = self.seq + 1
-            await self._writer.submit(ChatSent(self.game_id, seq, player.user_id, text,
-                                               ms_to_datetime(now_ms())))
+            await self._stored(self._writer.submit(ChatSent(
+                self.game_id, seq, player.user_id, text, ms_to_datetime(now_ms()))),
+                "chat line")
             self.seq = seq
             self.broadcast(ChatMessage(game_id=self.game_id, seq=seq, from_=player.name,
                                        text=text))
@@ -473,16 +494,26 @@ class GameRoom:
         """Store and announce the end of the game (caller holds the lock)."""
         status = after(self.status, change)
         now = now_ms()
+        spent: tuple[int, int] | None = None  # the mover's clock at the end, once stored
         if self.clock.turn_started is not None and self.control.CARRIES_OVER:
             mover = self.state.to_move
             left = self.clock.left(mover, now, mover)
             if left is not None:
-                self.clock.remaining[mover] = max(0, left)
+                spent = (mover, max(0, left))
         seq = self.seq + 1
-        changes = await self._writer.submit(GameFinished(
+        changes = await self._stored(self._writer.submit(GameFinished(
             self.game_id, winner, reason, seq, ms_to_datetime(now), cast(Any, status.stored),
-            rated=self._rated_players()))
+            rated=self._rated_players())), f"end of the game ({reason})")
+        if spent is not None:
+            self.clock.remaining[spent[0]] = spent[1]
         self._ended(winner, reason, status, seq, changes)
+
+    async def _stored(self, write: Awaitable[T], what: str) -> T:
+        """Await a write of this room; ``not_stored`` if the database failed it."""
+        try:
+            return await write
+        except WriteFailed as exc:
+            raise not_stored(what, self.game_id, exc) from None
 
     def _rated_players(self) -> RatedPlayers | None:
         """Who the end of this game rates (None for a casual game)."""
@@ -497,12 +528,13 @@ class GameRoom:
         that is over): update the room and tell everyone."""
         self.seq = seq
         self.status = status
-        self.result = Result(winner=cast(Any, winner), reason=cast(Any, reason))
+        ending = Ending.of(self.state.ending) if reason == "normal" else None
+        self.result = Result(winner=cast(Any, winner), reason=cast(Any, reason), ending=ending)
         self.rating_changes = changes
         self.close()
         self.broadcast(GameOver(game_id=self.game_id, seq=self.seq, winner=cast(Any, winner),
                                 reason=cast(Any, reason),
-                                rating_changes=rating_updates(changes)))
+                                rating_changes=rating_updates(changes), ending=ending))
         if changes is not None and self._context.on_rated is not None:
             self._context.on_rated(self, changes)
         self._metrics.games_finished.labels(reason=reason).inc()
@@ -549,11 +581,12 @@ class GameRoom:
                 return
             try:
                 await self._finish(1 - mover, "timeout")
-            except Exception:
+            except Exception as exc:
                 # Still playing, and its flag is down: try again, so it never stays
                 # "playing" with no timer (a move meanwhile also finds the flag down).
-                log.exception("could not store a timeout; trying again in %.0f s",
-                              TIMEOUT_RETRY_S, extra={"game_id": self.game_id})
+                if not isinstance(exc, ProtocolError):  # not_stored is logged already
+                    log.exception("could not store a timeout; trying again in %.0f s",
+                                  TIMEOUT_RETRY_S, extra={"game_id": self.game_id})
                 self._set_timer(flag, TIMEOUT_RETRY_S)
 
     def close(self) -> None:

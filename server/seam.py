@@ -155,6 +155,11 @@ class Topology(Protocol):
         """"" alone, "node N of cluster C" on a cluster."""
 
     @property
+    def shares_database(self) -> bool:
+        """Whether other processes run games on the same database (the nodes of a
+        cluster), or this one holds it alone."""
+
+    @property
     def placement(self) -> Placement: ...
 
     @property

@@ -9,6 +9,13 @@ Frames leave by one door, :meth:`Session.send_frame`: framed at once into the co
 (:mod:`server.wsio`), they go out with the others of the same event-loop turn in one write.
 A client that stops reading and lets more than ``out_buffer_bytes`` pile up unread is
 disconnected, so a slow reader cannot make the server's memory grow.
+
+A connection's requests are handled one at a time, in the order they come, but for
+``ping``: a request still in its handler after a moment (:class:`Handling` looks every
+``READ_ON_AFTER_S``; a move waiting for a busy database) makes the session read on and
+answer each ``ping`` read meanwhile at once; the other requests read meanwhile wait their
+turn, in order (up to ``MAX_HELD`` of them; then nothing more is read until they are
+handled).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection
@@ -27,7 +35,7 @@ from . import wsio
 from .handlers import HANDLERS
 from .ratelimit import TokenBucket
 from .rooms import GameRoom, Watched
-from .storage import token_digest
+from .storage import WriteFailed, token_digest
 
 if TYPE_CHECKING:
     from .app import App
@@ -40,6 +48,30 @@ CLOSE_TOO_SLOW = 1008
 MAX_RATE_PAUSE_S = 1.0  # the longest a rate-limited connection goes unread
 MAX_BAD_FRAMES = 50  # protocol errors in a row before the connection is closed
 FLUSH_TIMEOUT_S = 5.0  # how long a closing connection may take to send what is queued
+READ_ON_AFTER_S = 0.05  # a request in its handler this long (to twice) lets pings pass it
+MAX_HELD = 16  # requests read on past a slow one, waiting their turn (then none are read)
+
+
+class Handling:
+    """The sessions in the middle of a request, and the look that makes those still in the
+    same one since the last look read on (:meth:`Session.read_on`). A request costs two
+    dict operations; the look runs every ``READ_ON_AFTER_S`` over the requests in progress.
+    """
+
+    def __init__(self) -> None:
+        self.now: dict[Session, int] = {}  # session -> the number of its request
+        self._seen: dict[Session, int] = {}
+
+    def look(self) -> None:
+        seen, self._seen = self._seen, dict(self.now)
+        for session, number in self._seen.items():
+            if seen.get(session) == number:
+                session.read_on()
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(READ_ON_AFTER_S)
+            self.look()
 
 
 class Session:
@@ -63,6 +95,11 @@ class Session:
         self._deadline: asyncio.TimerHandle | None = None
         self.bad_frames = 0
         self.peer = str(ws.remote_address[0]) if ws.remote_address else "?"
+        self.requests = 0  # requests dispatched so far (Handling tells them apart)
+        self._reader: asyncio.Task[None] | None = None  # reading on past a slow request
+        self._reading = False  # the reader waits in recv() (and may be cancelled there)
+        self._stop_reading = False  # the reader stops after the ping it is answering
+        self._held: deque[str | bytes] = deque()  # read on, waiting their turn
 
     # -- I/O ------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -71,13 +108,20 @@ class Session:
         try:
             recv = self.ws.recv  # not ``async for``: its generator is one more frame a message
             while True:
-                frame = await recv()
+                if self._held:
+                    frame = self._held.popleft()
+                else:
+                    frame = await recv()
                 if self.closing:  # read on, unheeded, so the close handshake completes
                     continue
                 await self.handle(frame)
+                if self._reader is not None:
+                    await self._stop_reading_on()
         except ConnectionClosed:
             pass
         finally:
+            if self._reader is not None:
+                await self._stop_reading_on()
             self._cancel_deadline()
             await self.detach()
             # Our close frame (with its code) goes before websockets closes with 1000 when
@@ -124,6 +168,43 @@ class Session:
         self.closing = True
         log.info("closing connection", extra={"peer": self.peer, "code": code, "why": reason})
         wsio.close_at_once(self.ws, code, reason)
+
+    # -- reading on past a slow request ---------------------------------------------------------
+    def read_on(self) -> None:
+        """The request in progress is slow: read on meanwhile (Handling calls this)."""
+        if self._reader is None and len(self._held) < MAX_HELD and not self.closing:
+            self._reader = asyncio.get_running_loop().create_task(self._read_on())
+
+    async def _read_on(self) -> None:
+        """Answer each ``ping`` read at once; keep the other frames for their turn (up to
+        ``MAX_HELD``, then read no more)."""
+        with contextlib.suppress(ConnectionClosed):
+            while not self._stop_reading and len(self._held) < MAX_HELD:
+                self._reading = True
+                try:
+                    frame = await self.ws.recv()
+                finally:
+                    self._reading = False
+                if self.closing:
+                    continue
+                if isinstance(frame, str) or p.peek_type(frame) != "ping":
+                    self._held.append(frame)
+                else:
+                    await self.handle(frame)
+
+    async def _stop_reading_on(self) -> None:
+        """The slow request is answered: stop reading on (a ping being answered is answered
+        first; recv() gives up no frame when cancelled)."""
+        reader, self._reader = self._reader, None
+        assert reader is not None
+        if not reader.done():
+            if self._reading:
+                reader.cancel()
+            else:
+                self._stop_reading = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        self._stop_reading = False
 
     # -- deadlines ------------------------------------------------------------------------------
     def _hello_deadline(self) -> None:
@@ -194,14 +275,23 @@ class Session:
             return
         self.bad_frames = 0
         try:
-            reply = await HANDLERS[type(request)](self, request)
+            reply = await self._dispatch(request)
         except p.ProtocolError as exc:
             self.reply_error(exc, request.id)
             if exc.close_code is not None:
                 self.close(exc.close_code, exc.message[:100])
             elif exc.code == p.ErrorCode.RATE_LIMITED and exc.retry_after_ms:
-                # refused by a limit of the address or the password queue: the same pause
+                # refused by a limit of the address or the password queue: the same pause,
+                # with nothing read meanwhile (a slow login may have made it read on)
+                if self._reader is not None and self._reader is not asyncio.current_task():
+                    await self._stop_reading_on()
                 await self.pause(exc.retry_after_ms / 1000)
+            return
+        except WriteFailed as exc:  # known and common under load: one line, no traceback
+            log.warning("request failed: %s", exc, extra={"peer": self.peer,
+                                                         "request": type(request).__name__})
+            self.reply_error(p.ProtocolError("the server failed to handle this request",
+                                             code=p.ErrorCode.INTERNAL_ERROR), request.id)
             return
         except Exception:
             log.exception("request failed", extra={"peer": self.peer,
@@ -211,6 +301,20 @@ class Session:
             return
         if reply is not None:
             self.send(reply)
+
+    async def _dispatch(self, request: p.ClientMessage) -> p.ServerMessage | None:
+        """Run the request's handler; one in progress on a slow path is watched
+        (:class:`Handling`), unless this is a ping read on past another."""
+        if self._reader is not None:
+            return await HANDLERS[type(request)](self, request)
+        handling = self.app.handling.now
+        self.requests += 1
+        number = handling[self] = self.requests
+        try:
+            return await HANDLERS[type(request)](self, request)
+        finally:
+            if handling.get(self) == number:
+                del handling[self]
 
     async def pause(self, wait_s: float) -> None:
         """Read nothing from this connection for ``wait_s`` (at most ``MAX_RATE_PAUSE_S``),

@@ -9,9 +9,11 @@ here only: a stored game into a ``Record`` (``get_game``, ``tessera dump``) or a
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
+import engine
 import protocol as p
 
 from .lifecycle import GameStatus
@@ -27,8 +29,23 @@ def players(names: tuple[str, str], kinds: tuple[str, str]) -> tuple[p.User, p.U
             p.User(name=names[1], kind=kinds[1]))  # type: ignore[arg-type]
 
 
-def result(winner: int | None, reason: str | None) -> p.Result:
-    return p.Result(winner=cast(Any, winner), reason=cast(Any, reason or "normal"))
+def result(winner: int | None, reason: str | None, final: engine.State | None = None
+           ) -> p.Result:
+    """A stored result; with the final state, a game the rules ended says how
+    (``ending``: the engine's reason and scores)."""
+    reason = reason or "normal"
+    ending = final.ending if final is not None and reason == "normal" else None
+    return p.Result(winner=cast(Any, winner), reason=cast(Any, reason),
+                    ending=p.Ending.of(ending))
+
+
+def final_state(info: GameInfo, moves: Iterable[MoveRecord]) -> engine.State | None:
+    """The engine's state after a stored game's moves, for its ending; None if the moves no
+    longer replay (a game stored under other rules)."""
+    try:
+        return engine.replay(info.game_key, info.options, (m.move for m in moves))
+    except engine.EngineError:
+        return None
 
 
 def rating_updates(changes: GameRatings | None) -> p.RatingUpdates | None:
@@ -52,11 +69,12 @@ def played_moves(moves: Iterable[MoveRecord]) -> list[p.PlayedMove]:
 def summary(*, game_id: str, game: str, options: dict[str, Any], clock: p.TimeControl,
             players: tuple[p.User, p.User], status: GameStatus, ply: int,
             result: p.Result | None, created_ms: int, rated: bool = False) -> p.Summary:
-    """One line of a game list, for a live game or a stored one alike."""
+    """One line of a game list, for a live game or a stored one alike (its result without
+    the ending: a list does not replay games)."""
+    listed = None if status.live or result is None else replace(result, ending=None)
     return p.Summary(game_id=game_id, game=game, options=options, clock=clock,
                      players=players, status=cast(Any, status.wire), ply=ply,
-                     result=result if not status.live else None, created_ms=created_ms,
-                     rated=rated or None)
+                     result=listed, created_ms=created_ms, rated=rated or None)
 
 
 def stored_summary(info: GameInfo) -> p.Summary:
@@ -72,14 +90,16 @@ def stored_summary(info: GameInfo) -> p.Summary:
 def record(stored: StoredGame) -> p.Record:
     """The protocol's form of a stored game (``get_game`` and ``tessera dump``)."""
     info = stored.info
-    finished = info.status != "playing"
+    status = GameStatus.of(info.status, len(stored.moves))  # as a snapshot says it
+    finished = not status.live
+    final = final_state(info, stored.moves) if finished and info.reason == "normal" else None
     return p.Record(
         game_id=info.id, game=info.game_key, options=info.options,
         clock=p.time_control_from_map(info.clock),
         players=players(info.players, info.player_kinds),
-        status="over" if finished else "playing",
+        status=cast(Any, status.wire),
         moves=tuple(played_moves(stored.moves)),
-        result=result(info.winner, info.reason) if finished else None,
+        result=result(info.winner, info.reason, final) if finished else None,
         created_ms=epoch_ms(info.created_at),
         ended_ms=epoch_ms(info.ended_at) if info.ended_at else None,
         rated=info.rated or None, rating_changes=rating_updates(stored.ratings))

@@ -1,6 +1,6 @@
 """``tessera play``: the reference interactive terminal client.
 
-    tessera play [--server URL] [--guest | --login NAME | --register NAME] [--no-color]
+    tessera play [--server ADDRESS] [--guest | --login NAME | --register NAME] [--no-color]
                  [--bot NAME --game GAME [OPTION=VALUE ...] [TIME]]
 
 A line is a command (``help`` lists them) or, in a game, a move in the game's notation
@@ -16,7 +16,9 @@ the client quits (``--bot``/``--game`` do the same from the command line).
 If the connection drops, the client reconnects by itself (backing off up to
 ``--retry-max`` seconds), logs in again with its session token and takes a fresh snapshot
 of every game, so its clocks are the server's; a move sent just before the drop is sent
-again. See docs/CLIENT.md.
+again. The exit status is 1 when the last login, registration or ``guest`` was refused
+(and without a terminal a refused ``--login``, ``--register`` or ``--guest`` stops the
+client at once); else 0. See docs/CLIENT.md.
 
 The package: :mod:`~clients.play.client` (``PlayClient``: the parts wired together),
 :mod:`~clients.play.link` (the connection), :mod:`~clients.play.games` (games and their
@@ -35,8 +37,8 @@ from collections.abc import Sequence
 from prompt_toolkit.completion import WordCompleter
 
 import engine
+from clients.address import add_server_argument, chosen_server
 from clients.bots import BOTS
-from clients.connection import DEFAULT_URL
 from clients.play import cmd_account, cmd_game, cmd_history, cmd_lobby, cmd_session
 from clients.play.client import PlayClient
 from clients.play.commands import words
@@ -68,8 +70,11 @@ async def run(args: argparse.Namespace, term: Terminal) -> int:
         await client.handle_line(f"register {args.register}")
     else:
         term.print("Log in with 'login NAME', 'register NAME', or play as a 'guest'.")
+    if client.login_refused and not term.interactive:  # a script must not go on as nobody
+        term.print("Not logged in; stopping.")
+        client.quitting = True
     try:
-        if args.bot:
+        if args.bot and not client.quitting:
             await client.handle_line(" ".join(["bot", args.bot, *args.game]))
         while not client.quitting:
             try:
@@ -82,13 +87,13 @@ async def run(args: argparse.Namespace, term: Terminal) -> int:
         await client.close()
         await asyncio.gather(pump, return_exceptions=True)
     term.print("Bye.")
-    return 0
+    return 1 if client.login_refused else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera play",
                                      description="play Tessera's games in the terminal")
-    parser.add_argument("--server", default=DEFAULT_URL, help=f"default {DEFAULT_URL}")
+    add_server_argument(parser)
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--guest", action="store_true", help="play as a guest at once (implied "
                      "by --bot without --login or --register)")
@@ -110,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.server = chosen_server(args.server)
     if args.game and not args.bot:
         parser.error("--game goes with --bot")
     if args.bot and not args.game:

@@ -16,7 +16,7 @@ import contextlib
 import os
 
 import protocol as p
-from clients import events, notation
+from clients import events, notation, render
 from clients.connection import Disconnected, ServerError
 from clients.live import GameView
 from clients.play.commands import COMMANDS, UsageError
@@ -41,6 +41,7 @@ class PlayClient:
         self.token: str | None = None
         self.history: tuple[p.ListGames, str] | None = None  # the last list, for "more"
         self.quitting = False
+        self.login_refused = False  # the last login, registration or guest was refused
         self.link = ServerLink(url, retry_max=retry_max)
         self.bots = LocalBots(self.say, self._game_live)
         self.games = Games(self.link, self.bots, self.say, self.my_name, color)
@@ -178,6 +179,13 @@ class PlayClient:
             parsed = view.state.parse_move(text)
         except ValueError as exc:
             raise UsageError(f"Illegal move {text!r}: {exc}") from None
+        if parsed.text == notation.PASS and view.me is not None:
+            consequence = render.pass_consequence(view.state, view.me)
+            if consequence is not None:
+                self.say(consequence)
+                if not await self.confirm("Pass and end the game?"):
+                    self.say("Not passed.")
+                    return
         await self.games.send_move(view, parsed.text)
 
     async def confirm(self, question: str) -> bool:
@@ -198,6 +206,7 @@ class PlayClient:
         reply = await self.call(kind, **fields)
         assert isinstance(reply, p.Authed)
         self.user, self.token = reply.user, reply.session_token
+        self.login_refused = False
         self.say(f"Logged in as {reply.user.name} ({reply.user.kind}).")
         for game_id in reply.active_games:
             await self.games.resume(game_id)

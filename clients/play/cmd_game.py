@@ -5,11 +5,12 @@ itself: ``PlayClient.move``.)"""
 from __future__ import annotations
 
 import math
+import shutil
 from typing import TYPE_CHECKING
 
 import engine
 import protocol as p
-from clients import notation
+from clients import notation, render
 from clients.connection import ServerError
 from clients.offers import OfferError, find_game
 from clients.play.commands import UsageError, command, wrap
@@ -17,7 +18,7 @@ from clients.play.commands import UsageError, command, wrap
 if TYPE_CHECKING:
     from clients.play.client import PlayClient
 
-MAX_SHOWN_MOVES = 120
+MAX_SHOWN_MOVES = 120  # of each group of moves (one-cell, two-cell, ...)
 
 
 @command("pass", "pass", "pass your turn (where the rules allow it)")
@@ -77,12 +78,9 @@ async def clock(client: PlayClient, args: str) -> None:
 @command("moves", "moves", "list the legal moves (from the engine)", "legal", "hint")
 async def moves(client: PlayClient, args: str) -> None:
     view = client.games.arg(args, mine=False)
-    legal = [str(m) for m in view.state.legal_moves()]
-    shown = " ".join(legal[:MAX_SHOWN_MOVES])
-    more = (f" ... and {len(legal) - MAX_SHOWN_MOVES} more" if len(legal) > MAX_SHOWN_MOVES
-            else "")
-    client.say(f"{len(legal)} legal move(s) for {view.colours[view.state.to_move]}: "
-               f"{shown}{more}")
+    width = min(shutil.get_terminal_size().columns, 100) - 1
+    for line in render.moves_lines(view.state, width=width, per_group=MAX_SHOWN_MOVES):
+        client.say(line)
 
 
 @command("rules", "rules [GAME]", "the rules of a game in short (the current one's by default)")
@@ -133,14 +131,15 @@ async def switch(client: PlayClient, args: str) -> None:
 async def watch(client: PlayClient, args: str) -> None:
     if len(args.split()) != 1:
         raise UsageError("usage: watch GAME (find one with 'games')")
-    reply = await client.call(p.Watch, game_id=args)
-    assert isinstance(reply, p.GameState)
     games = client.games
-    games.current = args
-    games.views.pop(args, None)
+    game_id = games.game_id(args.split()[0])
+    reply = await client.call(p.Watch, game_id=game_id)
+    assert isinstance(reply, p.GameState)
+    games.current = game_id
+    games.views.pop(game_id, None)
     games.take_snapshot(reply)
     if reply.game.seq > 1:  # the game's events so far, for the chat before we came
-        await games.resume(args, 1)
+        await games.resume(game_id, 1)
 
 
 @command("unwatch", "unwatch [GAME]", "stop watching a game")
@@ -164,7 +163,7 @@ async def rematch(client: PlayClient, args: str) -> None:
     decline = bool(words) and words[0].lower() in ("decline", "no")
     if decline:
         words = words[1:]
-    game_id = words[0] if words else client.games.last_over
+    game_id = client.games.game_id(words[0]) if words else client.games.last_over
     if game_id is None:
         raise UsageError("rematch which game? none of yours has ended here yet")
     if decline:

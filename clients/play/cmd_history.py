@@ -12,6 +12,7 @@ from clients.offers import OfferError, find_game
 from clients.play.commands import UsageError, command
 from clients.records import RESULTS, match_record_from_wire, utc_date
 from clients.replay import Replayer, run_viewer
+from protocol.limits import PROVISIONAL_DEVIATION
 
 if TYPE_CHECKING:
     from clients.play.client import PlayClient
@@ -48,6 +49,7 @@ async def list_games(client: PlayClient, query: p.ListGames, cursor: str | None 
     assert isinstance(reply, p.GameList)
     if not reply.games:
         client.say("No games.")
+    client.games.listed.update(g.game_id for g in reply.games)
     for g in reply.games:
         result = f"{RESULTS[g.result.winner]} {g.result.reason}" if g.result else "playing"
         client.say(f"  {g.game_id:<12} {utc_date(g.created_ms)[:16].replace('T', ' ')}  "
@@ -62,7 +64,7 @@ async def list_games(client: PlayClient, query: p.ListGames, cursor: str | None 
 async def replay(client: PlayClient, args: str) -> None:
     if len(args.split()) != 1:
         raise UsageError("usage: replay GAME (find one with 'history')")
-    record = await get_record(client.link.live(), args)
+    record = await get_record(client.link.live(), client.games.game_id(args.split()[0]))
     await run_viewer(Replayer(match_record_from_wire(record), color=client.color), client.term)
     client.say("(left the replay)")
 
@@ -81,8 +83,11 @@ async def leaderboard(client: PlayClient, args: str) -> None:
     reply = await client.call(p.GetLeaderboard, game=game, bots=False if humans else None)
     assert isinstance(reply, p.LeaderboardPage)
     if not reply.standings:
-        client.say(f"No established {game} ratings yet (a rating shown with ? is provisional "
-                   "and not listed).")
+        client.say(f"No established {game} ratings yet. A rating is provisional (shown "
+                   f"with ?) until its deviation is {PROVISIONAL_DEVIATION:g} or less, after "
+                   "about 10 rated games against established players (more against new "
+                   "ones); only established ratings are listed. 'profile NAME' shows "
+                   "anyone's.")
     for line in render.standings_lines(reply.standings):
         client.say(line)
 

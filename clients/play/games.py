@@ -10,6 +10,7 @@ game event: it is the event sink for ``game_started``, ``game_state``, ``moved``
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 
@@ -39,7 +40,9 @@ class Games:
         self.current: str | None = None
         self.seqs = p.GameSeqs()
         self.unsent: tuple[str, int, str] | None = None  # a move lost in a dropped connection
+        self.resending: set[asyncio.Task[None]] = set()  # moves the server did not store
         self.last_over: str | None = None  # our last game that ended: 'rematch' is about it
+        self.listed: set[str] = set()  # game ids the server listed ('games', 'history')
 
     # -- questions ----------------------------------------------------------------------------
     def view(self, game_id: str | None = None) -> GameView | None:
@@ -58,9 +61,24 @@ class Games:
         """My other games (not the current one) that wait for my move."""
         return [v for gid, v in self.views.items() if gid != self.current and v.my_turn]
 
+    def game_id(self, word: str) -> str:
+        """The id a command's word means: an id, or a unique prefix of one known here (a
+        game open here, or listed by 'games' or 'history'); UsageError if the prefix is
+        ambiguous. A word that fits none is taken as it is (the server may know it)."""
+        known = {*self.views, *self.listed, *([self.last_over] if self.last_over else [])}
+        if word in known:
+            return word
+        fits = sorted(gid for gid in known if gid.startswith(word))
+        if len(fits) > 1:
+            shown = " ".join(fits[:5]) + (" ..." if len(fits) > 5 else "")
+            raise UsageError(f"{word!r} could be {len(fits)} games ({shown}); type more of "
+                             "its id.")
+        return fits[0] if fits else word
+
     def arg(self, args: str, *, mine: bool = True) -> GameView:
-        """The game a command names (its first word), else the current one."""
-        game_id = args.split()[0] if args.split() else self.current
+        """The game a command names (its first word: an id or a unique prefix of one),
+        else the current one."""
+        game_id = self.game_id(args.split()[0]) if args.split() else self.current
         view = self.view(game_id)
         if view is None:
             raise UsageError("No game here; seek or challenge to start one, or watch one."
@@ -145,11 +163,33 @@ class Games:
             await self.send_move(view, move)
 
     async def send_move(self, view: GameView, move: str) -> None:
+        ply = view.state.ply
         try:
-            await self.link.call(p.Move, game_id=view.game_id, ply=view.state.ply, move=move)
+            await self.link.call(p.Move, game_id=view.game_id, ply=ply, move=move)
         except Disconnected:
-            self.unsent = (view.game_id, view.state.ply, move)
+            self.unsent = (view.game_id, ply, move)
             self.say(f"The connection dropped; {move} will be sent again once reconnected.")
+        except ServerError as exc:
+            if exc.code != p.ErrorCode.NOT_STORED:
+                raise
+            wait_s = (exc.retry_after_ms or 1000) / 1000
+            self.say(f"The server could not store your move {move} (its database is busy); "
+                     f"sending it again in {wait_s:g} s.")
+            task = asyncio.get_running_loop().create_task(
+                self._send_again(view.game_id, ply, move, wait_s))
+            self.resending.add(task)
+            task.add_done_callback(self.resending.discard)
+
+    async def _send_again(self, game_id: str, ply: int, move: str, wait_s: float) -> None:
+        """Send a move the server did not store again, if its game still waits for it."""
+        await asyncio.sleep(wait_s)
+        view = self.view(game_id)
+        if view is None or view.over or view.state.ply != ply or not view.my_turn:
+            return
+        try:
+            await self.send_move(view, move)
+        except ServerError as exc:
+            self.say(f"Your move {move} was refused ({exc.code}): {exc.message}")
 
     # -- events (clients.events) --------------------------------------------------------------
     async def on_game_state(self, ev: p.GameState) -> None:
@@ -211,6 +251,9 @@ class Games:
             self.say("Ratings: " + ", ".join(
                 f"{user.name} {render.change_text(change)}"
                 for user, change in zip(view.players, ev.rating_changes, strict=True)))
+            if view.me is not None and (why := render.provisional_text(
+                    view.game, ev.rating_changes[view.me], ev.rating_changes[1 - view.me])):
+                self.say(why)
         if view.me is not None:
             self.last_over = ev.game_id
         self.bots.game_over(ev.game_id)
@@ -229,7 +272,8 @@ class Games:
 
     async def on_rematch_ended(self, ev: p.RematchEnded) -> None:
         if ev.reason != "accepted":
-            self.say(f"The rematch offer of game {ev.game_id} {ev.reason}.")
+            why = f": {ev.message}" if ev.message else ""
+            self.say(f"The rematch offer of game {ev.game_id} {ev.reason}{why}.")
 
     async def on_chat_message(self, ev: p.ChatMessage) -> None:
         view = self.views.get(ev.game_id)

@@ -3,7 +3,9 @@
 The bot given plays the first game; games played at the same time get copies of it, made
 (``copy.deepcopy``) before it ever plays and reseeded, or the factory's products when a
 factory was given. A bot is returned to the pool when its game ends; :meth:`BotPool.close`
-calls ``close`` on the bots that have one (engine bridges) when the runner ends.
+calls ``close`` on the bots that have one (engine bridges) when the runner ends. A game
+that starts while another game's bot is on its way back (that game is over at the server,
+its task is telling the bot so) waits for that bot rather than making one more.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class BotPool:
         self.pristine: Bot | None = None
         self.made: list[Bot] = []
         self.idle: list[Bot] = []
+        self._returned = asyncio.Event()
         if isinstance(source, Bot):
             try:  # copied now, before it plays: games played at once each need a bot
                 self.pristine = copy.deepcopy(source)
@@ -38,8 +41,16 @@ class BotPool:
                                     f"({e}); pass a factory (a function returning a new "
                                     "bot)") from e
 
-    def take(self) -> Bot:
-        """An idle bot, or a new one (RuntimeError if the bot given cannot be copied)."""
+    async def take(self, *, coming_back: Callable[[], bool]) -> Bot:
+        """An idle bot; while none is idle and ``coming_back()`` (a bot is on its way back),
+        the first one given back; otherwise a new one (RuntimeError if the bot given cannot
+        be copied)."""
+        while not self.idle and coming_back():
+            self._returned.clear()
+            await self._returned.wait()
+        return self._take_now()
+
+    def _take_now(self) -> Bot:
         if self.idle:
             return self.idle.pop()
         n = len(self.made)
@@ -58,6 +69,7 @@ class BotPool:
 
     def give_back(self, bot: Bot) -> None:
         self.idle.append(bot)
+        self._returned.set()
 
     async def close(self) -> None:
         """Close every bot that has a ``close`` (in a thread: it may wait for a process)."""

@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from clients.address import add_server_argument, chosen_server
 from clients.bots import BOTS, Bot, make_bot
-from clients.connection import DEFAULT_URL
 
 from .policy import DEFAULT_TIME_CONTROLS, RATED_CHOICES, Policy, names
 from .runner import BotRunner, BotSource, FatalError
@@ -45,14 +45,12 @@ log = logging.getLogger("clients.sdk")
 
 TOKEN_ENV = "TESSERA_BOT_TOKEN"
 SUPERVISED_QUIT_S = 10.0  # --supervised: quit this long after stdin closes, games or not
-SERVER_ENV = "TESSERA_SERVER"
 
 
 def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     """The options shared by ``tessera bot``, ``tessera bridge`` and :func:`run_bot`."""
     conn = parser.add_argument_group("server")
-    conn.add_argument("--server", default=os.environ.get(SERVER_ENV, DEFAULT_URL),
-                      help=f"websocket URL (default ${SERVER_ENV} or {DEFAULT_URL})")
+    add_server_argument(conn)
     conn.add_argument("--token", help=f"bot token (default ${TOKEN_ENV}; the command line "
                       "is visible to other users of this machine, the environment is not)")
     conn.add_argument("--token-file", type=Path, help="read the bot token from this file")
@@ -130,7 +128,7 @@ def token_from_args(args: argparse.Namespace) -> str | None:
 
 def runner_from_args(bot: BotSource, args: argparse.Namespace) -> BotRunner:
     move_time = None if args.move_time is None else round(args.move_time * 1000)
-    return BotRunner(bot, url=args.server, token=token_from_args(args),
+    return BotRunner(bot, url=chosen_server(args.server), token=token_from_args(args),
                      policy=policy_from_args(args), move_time_ms=move_time,
                      stop_after=args.stop_after, claim_abandoned=not args.no_claim)
 

@@ -53,6 +53,8 @@ class GameResult:
     winner: int | None
     reason: str
     moves: tuple[str, ...]
+    ending: str | None = None
+    """How the rules decided it (reason ``normal``), in the engine's words."""
 
     @property
     def won(self) -> bool | None:
@@ -115,8 +117,13 @@ class Resync:
     since_zero: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class SendAgain:
+    """Inbox item: send again the move the server did not store (``not_stored``)."""
+
+
 Item = (p.GameStarted | p.Moved | p.GameOver | p.ChatMessage | p.OpponentLeft
-        | p.OpponentBack | p.GameState | Resync)
+        | p.OpponentBack | p.GameState | Resync | SendAgain)
 
 
 class GameSession:
@@ -133,7 +140,8 @@ class GameSession:
         self.bot: Bot | None = None
         self.clocks_ms: tuple[int, int] | None = None
         self.clocks_at = 0.0
-        self.over = False
+        self.over = False  # the task is done with the game (it read game_over, or gave up)
+        self.ended = False  # the connection read the game's game_over (the task may not yet)
         self.result: p.Result | None = None
         self.unacked: tuple[int, str] | None = None  # a move sent but not seen played
         self.resend = False
@@ -160,6 +168,7 @@ class GameSession:
                 except Exception:
                     log.exception("%s: the bot's game_over failed", self.game_id)
                 self.runner.bots.give_back(self.bot)
+                self.bot = None
             self.over = True
             self.runner.game_ended(self, result)
 
@@ -248,7 +257,13 @@ class GameSession:
         except Disconnected:
             return  # resent after the reconnect's resume
         except ServerError as e:
-            if e.code == p.ErrorCode.ILLEGAL_MOVE:
+            if e.code == p.ErrorCode.NOT_STORED:  # nothing happened: the same move, later
+                wait_s = (e.retry_after_ms or 1000) / 1000
+                log.info("%s: move %s at ply %d not stored by the server; sending it again "
+                         "in %.1f s", self.game_id, text, ply, wait_s)
+                asyncio.get_running_loop().call_later(
+                    wait_s, self.inbox.put_nowait, SendAgain())
+            elif e.code == p.ErrorCode.ILLEGAL_MOVE:
                 log.error("%s: the server refused %s at ply %d as illegal: %s; resigning",
                           self.game_id, text, ply, e.message)
                 await self._resign(f"illegal move {text!r}")
@@ -276,6 +291,9 @@ class GameSession:
 
     # -- events --------------------------------------------------------------------------------
     async def _handle(self, item: Item) -> None:
+        if isinstance(item, SendAgain):
+            self.resend = self.unacked is not None  # unless played or given up meanwhile
+            return
         if isinstance(item, Resync):
             await self._resync(since_zero=item.since_zero)
             if self.resigning is not None and not self.over:
@@ -306,7 +324,7 @@ class GameSession:
 
     async def on_game_over(self, event: p.GameOver) -> None:
         if await self._fresh(event):
-            self._over(p.Result(winner=event.winner, reason=event.reason))
+            self._over(p.Result(winner=event.winner, reason=event.reason, ending=event.ending))
 
     async def on_chat_message(self, event: p.ChatMessage) -> None:
         if await self._fresh(event):
@@ -373,7 +391,7 @@ class GameSession:
             return
         if self.bot is None:
             try:
-                self.bot = self.runner.bots.take()
+                self.bot = await self.runner.take_bot()
                 await asyncio.to_thread(self.bot.new_game, snapshot.game,
                                         dict(snapshot.options), self.seat)
             except Exception:
@@ -446,4 +464,5 @@ class GameSession:
             game_id=self.game_id, game=snap.game, options=dict(snap.options), clock=snap.clock,
             players=(snap.players[0].name, snap.players[1].name), seat=self.seat,
             winner=result.winner, reason=result.reason,
-            moves=self.state.moves if self.state is not None else ())
+            moves=self.state.moves if self.state is not None else (),
+            ending=result.ending.text if result.ending is not None else None)

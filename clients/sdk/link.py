@@ -3,9 +3,11 @@
 :class:`RunnerLink` connects (``hello``), logs in (the bot token; after a reconnect the
 session token first; a guest without a token), hands the login to the runner, reads the
 connection's events and hands each to the runner, and when the connection drops connects
-again at once, then, while that fails, after 0.25 s, doubling up to 30 s, each wait drawn
+again at once, then, while that fails, after 0.25 s, doubling up to 2 s
+(:data:`RECONNECT_BACKOFF_S`: a bot is back within about 2 s of its server), each wait drawn
 between half and all of that (so that the clients of a server that died do not all come
-back in step), until the runner is done. On a cluster behind a load balancer the first try
+back in step), or after the ``retry_after_ms`` of a server that refused the login for now,
+until the runner is done. On a cluster behind a load balancer the first try
 usually reaches a live node, whose failover takes a second or two (docs/SCALING.md). A
 refused token, or a close for a protocol violation, is a :class:`FatalError`.
 """
@@ -27,6 +29,7 @@ from .seeks import wait_event
 
 log = logging.getLogger("clients.sdk")
 
+RECONNECT_BACKOFF_S = (0.25, 2.0)  # the first wait after a failed connect, and the longest
 FATAL_CLOSE_CODES = {p.CLOSE_POLICY_VIOLATION, p.CLOSE_TOO_BIG}
 YIELD_EVERY = 100  # events handled in a row before other tasks get a turn
 CONNECT_ERRORS = (OSError, TimeoutError, Disconnected, ServerError,
@@ -68,6 +71,8 @@ class RunnerLink:
                 raise
             except CONNECT_ERRORS as e:
                 wait = delay * random.uniform(0.5, 1.0)
+                if isinstance(e, ServerError) and e.retry_after_ms:  # rate_limited: as told
+                    wait = max(wait, e.retry_after_ms / 1000)
                 log.warning("cannot connect to %s: %s; retrying in %.1f s", self.url,
                             e or type(e).__name__, wait)
                 await wait_event(done, wait)

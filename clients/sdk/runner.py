@@ -12,8 +12,8 @@ What it does, so that a bot only chooses moves:
   (:mod:`~clients.sdk.challenges`); **keeps the policy's seeks open** while slots are free
   (:mod:`~clients.sdk.seeks`).
 - **Plays each game in its own task** (:class:`~clients.sdk.game.GameSession`).
-- **Reconnects** with exponential backoff when the connection drops (server restart or
-  network), logs in again with the session token and resumes every game it was playing,
+- **Reconnects** with exponential backoff, capped at 2 s, when the connection drops (server
+  restart or network), logs in again with the session token and resumes every game it was playing,
   resending a move whose ``move_ack`` it never saw.
 - **Stops cleanly**: :meth:`BotRunner.stop` withdraws the seeks, declines new challenges,
   lets the games in progress finish and then closes; ``stop(resign=True)`` resigns them.
@@ -33,13 +33,13 @@ from typing import Any
 
 import protocol as p
 from clients import events
-from clients.bots.base import Resign
+from clients.bots.base import Bot, Resign
 from clients.connection import DEFAULT_URL, Connection
 
 from .botpool import BotPool, BotSource
 from .challenges import ChallengeDeclined, ChallengeDesk
 from .game import GameResult, GameSession, Item, Results, Resync
-from .link import FatalError, RunnerLink
+from .link import RECONNECT_BACKOFF_S, FatalError, RunnerLink
 from .policy import Policy
 from .requests import Requests
 from .seeks import SeekKeeper
@@ -58,7 +58,7 @@ class BotRunner:
                  policy: Policy | None = None, move_time_ms: int | None = None,
                  stop_after: int | None = None, client: str = "tessera-bot-sdk/1",
                  on_game_over: Callable[[GameResult], None] | None = None,
-                 backoff_s: tuple[float, float] = (0.25, 30.0),
+                 backoff_s: tuple[float, float] = RECONNECT_BACKOFF_S,
                  claim_abandoned: bool = True) -> None:
         self.policy = policy or Policy()
         self.move_time_ms = move_time_ms
@@ -187,15 +187,30 @@ class BotRunner:
             log.error("could not join the ladder: %s", exc)
 
     async def _answer_rematch(self, event: p.RematchOffered) -> None:
-        """Accept an opponent's rematch offer if the policy says so and a slot is free."""
-        accept = (self.policy.rematches and not self.stopping
-                  and self.active() < self.policy.max_games)
-        kind = p.AcceptRematch if accept else p.DeclineRematch
+        """Accept an opponent's rematch offer if the policy says so and a slot is free;
+        else decline it saying why."""
+        why = self._rematch_refusal()
         try:
-            await self.request(kind, game_id=event.game_id)
+            if why is None:
+                await self.request(p.AcceptRematch, game_id=event.game_id)
+            else:
+                log.info("declining the rematch of %s: %s", event.game_id, why)
+                await self.request(p.DeclineRematch, game_id=event.game_id, message=why)
         except Exception as exc:  # e.g. our own offer, or it lapsed meanwhile
             log.info("rematch of %s not %s: %s", event.game_id,
-                     "accepted" if accept else "declined", exc)
+                     "accepted" if why is None else "declined", exc)
+
+    def _rematch_refusal(self) -> str | None:
+        """Why this bot declines a rematch now (None: it accepts)."""
+        if not self.policy.rematches:
+            return "this bot does not play rematches (it runs without --rematch)"
+        if self.stopping:
+            return "the bot is shutting down"
+        busy = self.active()
+        if busy >= self.policy.max_games:
+            return f"busy: playing {busy} of at most {self.policy.max_games} games"
+        return None
+
     def _on_event(self, event: p.ServerMessage) -> None:
         try:
             events.dispatch(event, self.router, self.challenges, self.seeks)
@@ -215,7 +230,23 @@ class BotRunner:
         game.inbox.put_nowait(item)
 
     def _playing(self) -> int:
-        return sum(not g.over for g in self.games.values())
+        """Games in progress as the server has told them: a game stops counting when the
+        connection reads its ``game_over``, before any later frame is handled (its task may
+        still be telling the bot), so a challenge sent after the game ended finds it free."""
+        return sum(not (g.over or g.ended) for g in self.games.values())
+
+    def ended_at_server(self, game_id: str) -> None:
+        """The connection has read that game ``game_id`` is over: its slot is free."""
+        game = self.games.get(game_id)
+        if game is not None and not game.ended:
+            game.ended = True
+            self._slots_changed()
+
+    async def take_bot(self) -> Bot:
+        """A bot for a game starting: an idle one, the one of a game that has just ended
+        (once its task has told it so), or a new one."""
+        return await self.bots.take(coming_back=lambda: any(
+            g.ended and g.bot is not None for g in self.games.values()))
 
     def _start_session(self, game_id: str) -> GameSession:
         game = GameSession(self, game_id)
@@ -251,7 +282,9 @@ class BotRunner:
         self._slots_changed()
 
     def _check_done(self) -> None:
-        if self.stopping and self.active() == 0 and self.seeks.withdrawn:
+        """Done when stopping, every game's task has ended and no accepted game is due."""
+        if (self.stopping and not self.games and self.challenges.pending_accepts() == 0
+                and self.seeks.withdrawn):
             self._done.set()
 
 
@@ -266,6 +299,8 @@ class EventRouter:
 
     def on_game_state(self, event: p.GameState) -> None:
         self.runner.route(event.game.game_id, event)
+        if event.game.result is not None:
+            self.runner.ended_at_server(event.game.game_id)
 
     def on_game_started(self, event: p.GameStarted) -> None:
         runner = self.runner
@@ -276,7 +311,11 @@ class EventRouter:
     def on_moved(self, event: p.GameEvent) -> None:
         self.runner.route(event.game_id, event)
 
-    on_game_over = on_chat_message = on_opponent_left = on_opponent_back = on_moved
+    def on_game_over(self, event: p.GameOver) -> None:
+        self.runner.route(event.game_id, event)
+        self.runner.ended_at_server(event.game_id)
+
+    on_chat_message = on_opponent_left = on_opponent_back = on_moved
 
     def on_error(self, event: p.ErrorReply) -> None:  # answers a request it could not read
         log.warning("server error for no known request: %s: %s", event.code, event.message)

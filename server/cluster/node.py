@@ -59,7 +59,7 @@ import protocol as p
 from server import wire
 from server.config import Settings
 from server.revocation import close_revoked
-from server.rooms import GameRoom, Player
+from server.rooms import NOT_STORED_RETRY_MS, GameRoom, Player
 
 from .bus import UNKNOWN_OP, Bus
 from .config import ClusterSettings
@@ -220,6 +220,7 @@ class ClusterNode:
         self.keys = bus.keys
         self.node_id = cluster.node_id
         self.description = f"node {cluster.node_id} of cluster {cluster.name}"
+        self.shares_database = True
         owner = owner_value(cluster.node_id, cluster.incarnation)
         self.leases = Leases(bus.redis, self.keys, owner, ttl_ms=cluster.lease_ms,
                              on_lost=self._lease_lost)
@@ -964,7 +965,8 @@ def client_error(exc: RemoteError, game_id: str) -> p.ProtocolError:
         code = p.ErrorCode(exc.code)
     except ValueError:
         code = p.ErrorCode.INTERNAL_ERROR
-    return p.ProtocolError(exc.message, code=code, game_id=game_id)
+    retry = NOT_STORED_RETRY_MS if code is p.ErrorCode.NOT_STORED else None
+    return p.ProtocolError(exc.message, code=code, game_id=game_id, retry_after_ms=retry)
 
 
 def unavailable(game_id: str | None, exc: BaseException) -> p.ProtocolError:

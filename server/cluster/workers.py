@@ -183,10 +183,14 @@ class Supervisor:
 
 def run_workers(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``tessera serve --workers N`` (flags already checked by ``serve_flags_problem``)."""
+    from ..app import CannotListen, listen_problem
     from .config import default_node_id
 
     base = args.node_id or default_node_id()
-    holder = reserve_port(args.host, args.port)
+    try:
+        holder = reserve_port(args.host, args.port)
+    except OSError as exc:
+        raise CannotListen(listen_problem(args.host, args.port, exc)) from None
     port = holder.getsockname()[1]
     common = worker_argv(args, parser)
     with tempfile.TemporaryDirectory(prefix="tessera-workers-") as scratch:

@@ -49,7 +49,16 @@ async def on_get_position(s: Session, m: p.GetPosition) -> p.Position:
         cells="".join(CELL_CHARS[v] for v in state.cells),
         last_move_cells=tuple(state.cells_of(last)) if last is not None else (),
         summary=state.summary(),
-        legal_moves=None if listed is None else tuple(str(move) for move in listed))
+        legal_moves=None if listed is None else tuple(str(move) for move in listed),
+        after_pass=_after_pass(state))
+
+
+def _after_pass(state: engine.State) -> p.Result | None:
+    """The result a pass would have here if it ends the game (the engine's: the state
+    after the pass), for a client to confirm such a pass with its consequence."""
+    passes = [form["text"] for form in state.game.move_forms if form["kind"] == "pass"]
+    ending = state.ending_if(passes[0]) if passes else None
+    return None if ending is None else p.Result.of(ending)
 
 
 async def on_check_move(s: Session, m: p.CheckMove) -> p.MoveCheck:

@@ -95,7 +95,7 @@ async def on_accept_rematch(s: Session, m: p.AcceptRematch) -> p.ServerMessage:
 
 
 async def on_decline_rematch(s: Session, m: p.DeclineRematch) -> p.ServerMessage:
-    await s.app.rematches.decline(s.uid(), m.game_id)
+    await s.app.rematches.decline(s.uid(), m.game_id, m.message)
     return p.Ok(id=m.id)
 
 

@@ -230,7 +230,7 @@ class CommitQueue:
             await self._commit_one_by_one(batch)
             return
         except Exception as exc:
-            log.error("commit queue: batch of %d not stored: %s", len(batch), exc)
+            log.error("commit queue: batch of %d not stored: %s", len(batch), _summary(exc))
             self.stats.failed += len(batch)
             _fail(batch, partial(_write_failed, exc))
             return
@@ -274,8 +274,15 @@ class CommitQueue:
                 future.set_result(outcome)
 
 
+def _summary(exc: BaseException) -> str:
+    """The first line of a database error (SQLAlchemy's go on with the statement and its
+    parameters), for one-line logs and messages; the whole is kept as ``__cause__``."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def _write_failed(exc: BaseException) -> WriteFailed:
-    error = WriteFailed(f"not stored: {exc}")
+    error = WriteFailed(f"not stored: {_summary(exc)}")
     error.__cause__ = exc
     return error
 

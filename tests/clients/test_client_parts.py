@@ -108,13 +108,20 @@ def test_no_hint_line_repeats_what_the_summary_lists() -> None:
 def test_why_a_game_ended() -> None:
     xodd = engine.replay("xodd", {"size": 2}, ["Ba1", "pass", "pass"])
     assert xodd.is_over
-    assert render.ending_text(xodd) == "two passes in a row; groups: Black 1, White 0; " \
-                                       "stones: Black 1, White 0"
+    said = "both passed: Black 1 group, White 0; fewer groups wins"
+    assert render.ending_text(xodd) == said  # the engine's words, no rule copied here
+    players = [("alice", "human"), ("bob", "human")]
+    normal = p.Result(winner=1, reason="normal")
+    assert render.result_text("xodd", players, normal, xodd) == f"White (bob) wins: {said}."
+    told = p.Result.of(xodd.ending)  # type: ignore[arg-type]  # as the server sends it
+    assert render.result_text("xodd", players, told) == f"White (bob) wins: {said}."
+    assert render.result_text("xodd", players, p.Result(winner=0, reason="timeout")) == \
+        "Black (alice) wins: White ran out of time."
     hadron = seeded("hadron", 0, size=3)
     while not hadron.is_over:
         hadron = hadron.play(hadron.legal_moves()[0])
     colour = hadron.game.players[hadron.to_move]
-    assert render.ending_text(hadron).startswith(f"{colour} has no legal move; tiles: ")
+    assert render.ending_text(hadron) == f"{colour} has no legal placement"
 
 
 def test_rules_come_from_the_registry() -> None:
@@ -163,3 +170,55 @@ def test_an_event_nobody_handles_is_an_error() -> None:
     with pytest.raises(events.UnhandledEvent, match="unexpected message 'pong'"):
         events.dispatch(p.Pong(id=1), Sink())
 
+
+
+# -- issue 23: moves, the only move, game ids, replay info ------------------------------------
+_ONLY_PASS_XODD = ["Bc3", "Bb4,Bd4", "Bd5", "Ba2,Bd3", "Be2,Wc4", "Bd2,Wb5", "Be1,Bc2",
+                   "Wd1,Wc5", "Wc1,Be5", "Ba4,Ba5", "Wa1,Bb2", "Bb3,We3", "Ba3,Be4", "pass",
+                   "Bb1"]
+
+
+def test_the_legal_line_says_pass_when_it_is_the_only_move() -> None:
+    state = engine.replay("xodd", {"size": 5}, _ONLY_PASS_XODD)
+    assert [str(m) for m in state.legal_moves()] == ["pass"]
+    assert render.legal_lines(state, state.summary()) == ["legal: pass (the only move)"]
+    assert render.moves_lines(state) == ["1 legal move for White:", "  pass (the only move)"]
+
+
+def test_moves_are_grouped_counted_and_wrapped_between_moves() -> None:
+    state = engine.new_game("xodd", size=9).play("Bc3")  # 2-cell moves from here: thousands
+    legal = [str(m) for m in state.legal_moves()]
+    lines = render.moves_lines(state, width=60, per_group=50)
+    assert lines[0] == f"{len(legal):,} legal moves for White:"
+    assert "  pass" in lines
+    headers = [line for line in lines if line.startswith("  ") and line.endswith(":")]
+    assert sum(int(h.split()[0].replace(",", "")) for h in headers) + 1 == len(legal)
+    listed = [word for line in lines if line.startswith("    ") and "more" not in line
+              for word in line.split()]
+    assert set(listed) <= set(legal)  # whole moves: no line breaks inside one
+    assert all(len(line) <= 60 for line in lines)
+    assert any(line.startswith("    ... and ") and line.endswith(" more") for line in lines)
+
+
+def test_replay_info_says_rated_or_casual_with_times_at_one_precision() -> None:
+    from dataclasses import replace
+
+    from clients.records import RecordMove, record_from_state
+    from clients.replay import Replayer
+
+    state = engine.replay("hadron", {"size": 3}, ["a1", "c3"])
+    record = record_from_state(state, players=("ann", "bo"), date="2026-12-01T00:00:00Z",
+                               time_control={"kind": "fischer", "base_ms": 300000,
+                                             "increment_ms": 0})
+    record = replace(record, moves=(RecordMove(0, "a1", 1000, 299000),
+                                    RecordMove(1, "c3", 1500, 298500)))
+    casual = Replayer(record).info().splitlines()
+    assert "rated: no (casual)" in casual
+    assert casual[-2:] == ["    1. a1 [0:04:59.0]", "    2. c3 [0:04:58.5]"]
+    change = p.RatingUpdate(rating_before=1500.0, deviation_before=350.0,
+                            volatility_before=0.06, rating_after=1662.21,
+                            deviation_after=290.23, volatility_after=0.05999968)
+    rated = replace(record, rated=True, termination="resign", winner=0,
+                    rating_changes=(change, replace(change, rating_after=1337.79)))
+    assert ("rated: yes; Red (ann) 1500? -> 1662? (+162), Blue (bo) 1500? -> 1338? (-162)"
+            in Replayer(rated).info().splitlines())

@@ -35,6 +35,9 @@ def test_export_text_and_json_round_trip(live_server: LiveServer, finished_games
     assert record.time_control == p.Fischer(base_ms=60_000, increment_ms=1_000)
     assert all(m.clock_ms is not None and m.ms_used is not None for m in record.moves)
     assert records.format_record(record) == text.stdout
+    ending = state.ending  # why and by how much, in the engine's words
+    assert ending is not None and record.ending == ending.text
+    assert f'[Ending "{ending.text}"]' in text.stdout
 
     out = tmp_path / "game.json"
     done = tessera("export", game_id, "--format", "json", "--db", live_server.db_url,
@@ -195,3 +198,20 @@ def test_verify_all_counts_an_aborted_game_with_no_moves_as_ok(
                             check=True)
     lines = json.loads(dumped.stdout.splitlines()[0])
     assert records.match_record_from_wire(lines).termination == "abort"
+
+
+def test_dump_says_how_the_rules_ended_a_game(live_server: LiveServer,
+                                              finished_games: Games) -> None:
+    game_id, state = finished_games["hadron"]
+    dump = subprocess.run([sys.executable, "-m", "server", "dump", game_id, "--db",
+                           live_server.db_url], capture_output=True, text=True, check=True,
+                          timeout=60)
+    result = json.loads(dump.stdout)["result"]
+    assert state.ending is not None
+    assert result == {"winner": state.winner, "reason": "normal", "ending": {
+        "how": "no_move", "text": state.ending.text}}
+    resigned, _ = finished_games["xodd"]  # a resignation has no ending: its reason says it
+    dump = subprocess.run([sys.executable, "-m", "server", "dump", resigned, "--db",
+                           live_server.db_url], capture_output=True, text=True, check=True,
+                          timeout=60)
+    assert "ending" not in json.loads(dump.stdout)["result"]

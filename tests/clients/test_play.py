@@ -11,6 +11,7 @@ import os
 import random
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -109,8 +110,8 @@ def test_full_hadron_game_with_errors_and_chat(live_server: LiveServer,
     assert shown_errors
     outcome = "You won!" if state.winner == seat else "You lost."
     loser = ("Red", "Blue")[state.to_move]  # why the rules ended it, and the tally
-    child.expect(rf"Game over: (Red|Blue) \(guest-\w+\) wins: by the rules \({loser} has no "
-                 rf"legal move; tiles: Red \d+, Blue \d+\)\. {outcome}")
+    child.expect(rf"Game over: (Red|Blue) \(guest-\w+\) wins: {loser} has no legal "
+                 rf"placement\. {outcome}")
     over = opponent.wait_for(p.GameOver, game_id=game_id)
     assert (over.winner, over.reason) == (state.winner, "normal")
 
@@ -276,6 +277,39 @@ def test_reconnects_and_resumes_after_a_server_restart(
     child.expect(pexpect.EOF)
 
 
+def test_a_move_the_server_did_not_store_is_sent_again(
+        live_server_factory: Callable[..., LiveServer], scripted_player: Scripted) -> None:
+    """SQLite's write lock held by another connection (for real) while the move is sent:
+    the server refuses it as not_stored, the program says so and sends it again by itself
+    once the wait is over; it is played when the lock is gone (issue 23.19)."""
+    server = live_server_factory()
+    child = spawn_play(server.url, "--guest", "--no-color")
+    me = log_in_as_guest(child)
+    opponent = scripted_player(server.url)
+    opponent.guest()
+    game_id, seat = start_game(child, opponent, me, "hadron size=5 10m+5s")
+    ply = 0
+    if seat == 1:
+        opponent.move(game_id, 0, "a1")
+        expect_move_shown(child, 0, "a1")
+        ply = 1
+    holder = sqlite3.connect(server.directory / "tessera.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        child.sendline("c3")
+        child.expect(r"The server could not store your move c3 \(its database is busy\); "
+                     r"sending it again in 1 s\.")
+        holder.execute("ROLLBACK")
+        opponent.wait_for(p.Moved, game_id=game_id, ply=ply, move="c3")
+        expect_move_shown(child, ply, "c3")
+    finally:
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
+        holder.close()
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
 def test_clocks_after_a_restart_are_the_servers(
         live_server_factory: Callable[..., LiveServer], scripted_player: Scripted) -> None:
     """The server's clocks do not run while it is down; the client's must not either, and
@@ -359,7 +393,7 @@ def test_accounts_colours_and_mistakes(live_server: LiveServer, finished_games: 
     child = spawn_play(live_server.url)  # colours on: a colour terminal
     child.expect("Log in with")
     child.sendline("login x")  # refused before sending: the protocol's own validation
-    child.expect(r"Not sent: login\.username: expected str of 2\.\.20 chars")
+    child.expect(r"No account can be called .x.: a name has 2 to 20 characters")
     child.sendline("register alice_e2e")
     child.expect("password:")
     child.sendline("correct horse")
@@ -443,12 +477,18 @@ def play_out(child: pexpect.spawn, game: str, options: dict[str, int | str], sea
         if mine:
             move = str(rng.choice(state.legal_moves()))
             child.sendline(move)
+            if move == "pass" and state.ending_if("pass") is not None:
+                child.expect(r"passing now ends the game, and you (win|lose) \(both passed: "
+                             r"[^\n]+\)\.")
+                child.expect(r"Pass and end the game\? \[y/N\]")
+                child.sendline("y")
         child.expect(rf"last move: {state.ply + 1}\. (\S+) \(\w+\)")
         shown = child.match.group(1)
         assert not mine or shown == move
         state = state.play(shown)
     outcome = "You won!" if state.winner == seat else "You lost."
-    child.expect(rf"Game over: \w+ \(guest-\w+\) wins: by the rules \([^)]+\)\. {outcome}")
+    child.expect(rf"Game over: \w+ \(guest-\w+\) wins: (both passed: [^\n]+ wins|[^\n]+, "
+                 rf"who passed last|\w+ has no legal placement)\. {outcome}")
     return state, pid
 
 
@@ -606,3 +646,43 @@ def test_a_client_idle_before_logging_in_connects_again_when_a_command_needs_it(
         child.expect(pexpect.EOF)
     finally:
         server.stop()
+
+
+def test_a_pass_that_ends_the_game_is_confirmed_with_its_consequence(
+        live_server: LiveServer, scripted_player: Scripted) -> None:
+    """Hexifact after c3 d3 e3 pass: Black's only legal move is to pass, and it ends the
+    game; the program says both (from the engine) and asks before passing."""
+    child = spawn_play(live_server.url, "--guest", "--no-color")
+    me = log_in_as_guest(child)
+    opponent = scripted_player(live_server.url)
+    opponent.guest()
+    sent = opponent.call(p.Challenge, to=me, game="hexifact", options={},
+                         clock=p.Unlimited(), color=1)
+    assert isinstance(sent, p.ChallengeCreated)
+    child.expect("challenges you to Hexifact")
+    child.sendline("accept")
+    started = opponent.wait_for(p.GameStarted)
+    child.expect(rf"Game {started.game_id} started: you play Black")
+    game_id = started.game_id
+    for ply, move in enumerate(["c3", "d3", "e3", "pass"]):
+        if ply % 2 == 0:
+            child.sendline(move)
+            opponent.wait_for(p.Moved, game_id=game_id, ply=ply)
+        else:
+            opponent.move(game_id, ply, move)
+        expect_move_shown(child, ply, move)
+    ending = ("both passed: Black 1 x 1 = 1, White 0 (one group); the higher score wins")
+    child.expect(r"Your only legal move is to pass: type 'pass'\. Your opponent passed: "
+                 rf"passing now ends the game, and you win \({re.escape(ending)}\)\.")
+    child.sendline("pass")
+    child.expect(rf"passing now ends the game, and you win \({re.escape(ending)}\)\.")
+    child.expect(r"Pass and end the game\? \[y/N\]")
+    child.sendline("n")
+    child.expect("Not passed.")
+    child.sendline("pass")
+    child.expect(r"Pass and end the game\? \[y/N\]")
+    child.sendline("y")
+    over = opponent.wait_for(p.GameOver, game_id=game_id)
+    assert over.ending == p.Ending(how="passes", scores=(1, 0), text=ending)
+    child.expect(rf"Game over: Black \(guest-\w+\) wins: {re.escape(ending)}\. You won!")
+    child.sendline("quit")

@@ -40,6 +40,12 @@ def test_rated_game_rematch_leaderboard_and_profile(live_server: LiveServer,
     shown = {child.match.group(1): int(child.match.group(2)),
              child.match.group(4): int(child.match.group(5))}
     assert shown["rater_tty"] < 1500 < shown["rater_bob"]
+    # why no leaderboard lists it yet, and for how long
+    child.expect(r"Your hadron rating \((\d+)\?\) is provisional until its deviation, (\d+) "
+                 r"now, is 110 or less: about (\d+) more rated games against opponents like "
+                 r"this one\. The leaderboard lists established ratings only\.")
+    assert int(child.match.group(1)) == shown["rater_tty"]
+    assert 110 < int(child.match.group(2)) < 350 and int(child.match.group(3)) > 1
 
     # a rematch: offered here, accepted by the other player, colours swapped
     child.sendline("rematch")
@@ -53,7 +59,8 @@ def test_rated_game_rematch_leaderboard_and_profile(live_server: LiveServer,
     child.expect(rf"rater_tty \({shown['rater_tty']}\?\)")
 
     child.sendline("leaderboard hadron")
-    child.expect("No established hadron ratings yet")
+    child.expect(r"No established hadron ratings yet\. A rating is provisional \(shown with "
+                 r"\?\) until its deviation is 110 or less, after about 10 rated games")
     child.sendline("profile rater_bob")
     child.expect(rf"hadron +{shown['rater_bob']}\? +deviation \d+ +1 games: 1 won, 0 lost")
     child.expect(re.escape(started.game_id) + r" +hadron .* rated")

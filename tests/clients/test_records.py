@@ -76,8 +76,10 @@ RATING_UPDATES = st.builds(
 def records(draw: st.DrawFn) -> MatchRecord:
     game, options = draw(st.sampled_from(CONFIGS))
     state = seeded_game(game, options, draw(st.integers(0, 2**32)), draw(st.integers(0, 80)))
+    ending = None
     if state.is_over:
         termination, winner = "normal", state.winner
+        ending = draw(st.none() | st.just(state.ending.text))  # type: ignore[union-attr]
     else:
         termination = draw(st.sampled_from(["unterminated", "resign", "timeout", "abandon",
                                             "abort"]))
@@ -88,7 +90,7 @@ def records(draw: st.DrawFn) -> MatchRecord:
         game=game, options=options, players=(draw(NAMES), draw(NAMES)), date=draw(DATES),
         game_id=draw(st.none() | NAMES), player_kinds=draw(st.none() | st.tuples(NAMES, NAMES)),
         time_control=draw(TIME_CONTROLS), winner=winner, termination=termination, moves=moves,
-        rated=(rated := draw(st.booleans())),
+        ending=ending, rated=(rated := draw(st.booleans())),
         rating_changes=draw(st.none() | st.tuples(RATING_UPDATES, RATING_UPDATES))
         if rated else None,
     )
@@ -146,8 +148,30 @@ def test_text_form_looks_as_documented() -> None:
     assert '[Red "ann"]' in head and '[Blue "bo"]' in head
     assert '[TimeControl "5m+2s"]' in head and '[Result "*"]' in head
     assert body.splitlines()[0].startswith("1. ")
-    assert body.splitlines()[0].endswith(" {used 1.9} {clk 0:04:58.1}")
+    # every time at the one precision the record needs (ms here: 1901 and 298099 later)
+    assert body.splitlines()[0].endswith(" {used 1.900} {clk 0:04:58.100}")
+    assert body.splitlines()[1].endswith(" {used 1.901} {clk 0:04:58.099}")
     assert body.splitlines()[-1] == "*"
+
+
+def test_times_are_written_at_one_precision_and_ratings_readably() -> None:
+    tenths = format_record(replace(sample(), moves=tuple(
+        RecordMove(m.ply, m.move, 7000 if m.ply % 2 else 4200, 298100 - 100 * m.ply)
+        for m in sample().moves)))
+    moves = tenths.split("\n\n")[1].splitlines()[:-1]
+    assert moves[:2] == [f"1. {sample().moves[0].move} {{used 4.2}} {{clk 0:04:58.1}}",
+                         f"2. {sample().moves[1].move} {{used 7.0}} {{clk 0:04:58.0}}"]
+    change = p.RatingUpdate(rating_before=1500.0, deviation_before=350.0,
+                            volatility_before=0.06, rating_after=1662.21,
+                            deviation_after=290.23, volatility_after=0.05999968)
+    down = replace(change, rating_after=1337.79)
+    record = sample(rated=True, rating_changes=(change, down))
+    text = format_record(record)
+    assert '[RedRating "1500 350 0.06 -> 1662.21 290.23 0.05999968"] ; 1500? -> 1662? (+162)' \
+        in text.splitlines()
+    assert text.splitlines().count(
+        '[BlueRating "1500 350 0.06 -> 1337.79 290.23 0.05999968"] ; 1500? -> 1338? (-162)') == 1
+    assert parse_record(text) == record  # the comments change nothing
 
 
 def test_parser_is_tolerant_of_layout_and_comments() -> None:
@@ -417,7 +441,7 @@ def test_verify_checks_the_result() -> None:
     base = record_from_state(state, players=("a", "b"), date=utc_date())
     wrong = replace(base, winner=loser)
     assert "the rules give the win to" in verify(wrong).problems[0]
-    resigned = replace(base, termination="resign")
+    resigned = replace(base, termination="resign", ending=None)
     assert "termination should be normal" in verify(resigned).problems[0]
     half = seeded_game("hadron", {}, 3, 4)
     early = record_from_state(half, players=("a", "b"), date=utc_date(), termination="normal",
@@ -455,20 +479,36 @@ def test_docs_examples_parse_verify_and_are_canonical() -> None:
 
 def test_a_rated_record_carries_both_rating_changes() -> None:
     changes = (p.RatingUpdate(rating_before=1500, deviation_before=350, volatility_before=0.06,
-                              rating_after=1662.31, deviation_after=290.32,
-                              volatility_after=0.05999919),
+                              rating_after=1662.21, deviation_after=290.23,
+                              volatility_after=0.05999968),
                p.RatingUpdate(rating_before=1500, deviation_before=350, volatility_before=0.06,
-                              rating_after=1337.69, deviation_after=290.32,
-                              volatility_after=0.05999919))
+                              rating_after=1337.79, deviation_after=290.23,
+                              volatility_after=0.05999968))
     record = MatchRecord(game="hadron", players=("alice", "bob"), date="2026-12-01T10:00:00Z",
                          winner=0, termination="resign", rated=True, rating_changes=changes)
     text = format_record(record)
     assert '[Rated "yes"]' in text
-    assert '[RedRating "1500 350 0.06 -> 1662.31 290.32 0.05999919"]' in text
+    assert '[RedRating "1500 350 0.06 -> 1662.21 290.23 0.05999968"]' in text
     assert parse_record(text) == record
-    assert to_dict(record)["rating_changes"][1]["rating_after"] == 1337.69
+    assert to_dict(record)["rating_changes"][1]["rating_after"] == 1337.79
     assert from_json(to_json(record)) == record
     casual = replace(record, rated=False, rating_changes=None)
     assert "Rated" not in format_record(casual) and "rated" not in to_dict(casual)
     with pytest.raises(RecordError, match="not rated"):
         replace(record, rated=False)
+
+
+def test_a_record_says_how_the_rules_ended_the_game_and_verify_checks_it() -> None:
+    state = engine.replay("xodd", {"size": 3}, ["Bb2", "pass", "pass"])
+    record = record_from_state(state, players=("alice", "bob"), date="2026-12-01T10:00:00Z")
+    said = "both passed: Black 1 group, White 0; fewer groups wins"
+    assert record.ending == said
+    text = format_record(record)
+    assert f'[Ending "{said}"]' in text
+    assert parse_record(text) == record
+    assert from_json(to_json(record)) == record and to_dict(record)["ending"] == said
+    assert verify(record).ok
+    edited = replace(record, ending="both passed: Black 0 groups, White 1; fewer groups wins")
+    assert "the rules say 'both passed: Black 1 group" in verify(edited).problems[0]
+    with pytest.raises(RecordError, match="an ending is given for a game whose termination"):
+        replace(record, termination="resign")

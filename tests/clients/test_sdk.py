@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,7 +27,6 @@ from clients.bots.base import Bot, TimeBudget
 from clients.bots.random_bot import RandomBot
 from clients.connection import Connection, ServerError
 from clients.sdk import BotRunner, GameResult, Policy, Resign, parse_seek
-from clients.sdk.challenges import ChallengeDeclined
 from clients.sdk.specs import budget_for, format_game_rules, parse_game_rules
 from tests.clients.faulty_bots import CrashingBot, IllegalBot
 from tests.clients.sdk_fixtures import ServerProcess, client, until
@@ -108,6 +109,9 @@ async def check_stored(server: ServerProcess, result: GameResult) -> None:
     if result.reason == "normal":
         final = engine.replay(result.game, result.options, result.moves)
         assert final.is_over and final.winner == result.winner
+        assert final.ending is not None and result.ending == final.ending.text
+    else:
+        assert result.ending is None
 
 
 # -- whole games ----------------------------------------------------------------------------------
@@ -258,6 +262,126 @@ async def test_the_policy_declines_games_clocks_senders_and_a_busy_bot(
         await alpha.close()
 
 
+class SlowStarter(RandomBot):
+    """A random bot whose ``new_game`` waits until ``go`` is set: its game's task is held
+    there while the game's later events queue up in its inbox."""
+
+    name = "slow-starter"
+
+    def __init__(self) -> None:
+        super().__init__(seed=1)
+        self.starting = threading.Event()
+        self.go = threading.Event()
+
+    def new_game(self, game: str, options: dict[str, Any], seat: int) -> None:
+        self.starting.set()
+        self.go.wait(20)
+
+
+async def test_a_challenge_sent_after_game_over_is_accepted_though_the_game_task_lags(
+        server_proc: ServerProcess) -> None:
+    """The slot of a game is free once the connection has read its ``game_over``, whether
+    or not the game's task has (issue 23.15): a challenger who challenges the moment it sees
+    ``game_over`` is accepted by a bot playing at most one game, here while the task of the
+    game that ended is still held in the bot's ``new_game``."""
+    bot = SlowStarter()
+    eta = make_runner(server_proc, "eta", bot, policy=Policy(max_games=1))
+    delta = await client(server_proc, "delta")
+
+    async def answer(challenge_id: int) -> tuple[str, str | None, str | None]:
+        """How eta answered: the reason, the decline's message, the game if accepted."""
+        game_id = None
+        while True:
+            event = await delta.next_event(10)
+            if isinstance(event, p.GameStarted):
+                game_id = event.game_id
+            if isinstance(event, p.ChallengeEnded) and event.challenge_id == challenge_id:
+                if event.reason == "accepted" and game_id is None:
+                    game_id = (await delta.wait_for(p.GameStarted)).game_id
+                return event.reason, event.message, game_id
+
+    async def challenge() -> int:
+        created = await delta.call(p.Challenge, to="eta", game="hadron", options={"size": 5},
+                                   clock=CLOCK)
+        assert isinstance(created, p.ChallengeCreated)
+        return created.challenge_id
+
+    try:
+        async with running(eta):
+            try:
+                reason, _, first = await answer(await challenge())
+                assert reason == "accepted" and first is not None
+                await until(bot.starting.is_set, what="the bot's new_game")
+                await delta.call(p.Resign, game_id=first)
+                await delta.wait_for(p.GameOver, game_id=first)
+                second = await challenge()  # the moment delta sees the game over
+                reason, message, game_id = await answer(second)
+                assert (reason, message) == ("accepted", None) and game_id is not None
+                assert eta.games[first].ended and not eta.games[first].over  # still held
+                bot.go.set()
+                assert (await asyncio.wait_for(eta.result(first), 10)).won
+                await delta.call(p.Resign, game_id=game_id)
+                assert (await asyncio.wait_for(eta.result(game_id), 10)).won
+                assert len(eta.bots.made) == 1  # the second game waited for the first's bot
+            finally:
+                bot.go.set()  # a failure above must not hold the runner's stop
+    finally:
+        await delta.close()
+
+
+class HeldBot(RandomBot):
+    """A random bot that chooses its first move once ``go`` is set, and counts the plies it
+    is asked to move at."""
+
+    name = "held"
+
+    def __init__(self) -> None:
+        super().__init__(seed=2)
+        self.go = threading.Event()
+        self.asked: list[int] = []
+
+    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
+        self.go.wait(20)
+        self.asked.append(state.ply)
+        return super().choose_move(state, budget)
+
+
+async def test_a_move_the_server_did_not_store_is_sent_again_as_it_was(
+        server_proc: ServerProcess, caplog: pytest.LogCaptureFixture) -> None:
+    """A move refused as ``not_stored`` (SQLite's write lock held by another connection, for
+    real) is sent again by the runner after ``retry_after_ms``, the same move, without asking
+    the bot again; it is played once the lock is gone (issue 23.19)."""
+    caplog.set_level(logging.INFO, logger="clients.sdk")
+    bot = HeldBot()
+    eta = make_runner(server_proc, "eta", bot, policy=Policy(max_games=1))
+    delta = await client(server_proc, "delta")
+    holder = sqlite3.connect(server_proc.directory / "sdk.db", isolation_level=None)
+    try:
+        async with running(eta):
+            try:
+                created = await delta.call(p.Challenge, to="eta", game="hadron",
+                                           options={"size": 5}, clock=CLOCK, color=1)
+                assert isinstance(created, p.ChallengeCreated)
+                game_id = (await delta.wait_for(p.GameStarted)).game_id
+                holder.execute("BEGIN IMMEDIATE")
+                bot.go.set()  # eta moves now, into the held lock
+                await until(lambda: any("not stored by the server" in r.getMessage()
+                                        for r in caplog.records), 30, "not_stored")
+                holder.execute("ROLLBACK")
+                moved = await delta.wait_for(p.Moved, 15, game_id=game_id)
+                assert moved.ply == 0 and bot.asked == [0]  # the bot was asked once
+                await delta.call(p.Resign, game_id=game_id)
+                result = await asyncio.wait_for(eta.result(game_id), 15)
+                assert result.won and result.moves == (moved.move,)
+            finally:
+                bot.go.set()
+    finally:
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
+        holder.close()
+        await delta.close()
+
+
 @pytest.mark.parametrize("bot", [IllegalBot(), CrashingBot(), ResigningBot()],
                          ids=lambda b: b.name)
 async def test_a_bot_that_plays_illegally_raises_or_resigns_loses_by_resignation(
@@ -317,20 +441,6 @@ async def challenge_when_online(runner: BotRunner, to: str, game: str,
             if e.code != p.ErrorCode.NOT_FOUND or time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.1)
-
-
-async def challenge_when_free(runner: BotRunner, to: str, game: str, options: dict[str, Any],
-                              clock: p.TimeControl) -> str:
-    """Challenge ``to`` once it has taken in the end of its last game: the challenger may
-    hear ``game_over`` before the bot does, and a bot at its game limit declines "busy"."""
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            return await runner.challenge(to, game, options, clock)
-        except ChallengeDeclined as e:
-            if "busy" not in str(e) or time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
 
 
 @pytest.mark.parametrize("extra", [[], ["--move-time", "0.1"]], ids=["clock", "move-time"])
@@ -457,8 +567,9 @@ async def test_a_flood_of_challenges_costs_the_bot_neither_its_game_nor_its_stop
             first = await challenge_when_online(alpha, "zeta", "hadron")  # it is online
             await asyncio.wait_for(alpha.result(first), 60)
             tasks = [asyncio.create_task(flood(conn)) for conn in flooders]
-            game_id = await challenge_when_free(alpha, "zeta", "hadron", {"size": 7},
-                                                p.PerMove(per_move_ms=2000))
+            # zeta has read the game's end before the challenge: it is not "busy"
+            game_id = await alpha.challenge("zeta", "hadron", {"size": 7},
+                                            p.PerMove(per_move_ms=2000))
             result = await asyncio.wait_for(alpha.result(game_id), 60)
             assert (result.reason, result.winner is not None) == ("normal", True), result
             assert sent > 200  # the bot had far more challenges than it could decline

@@ -69,6 +69,20 @@ def check_text_round_trip(state: Any) -> None:
     )
 
 
+def check_ending(state: Any) -> None:
+    """An ending exactly when the game is over, naming the engine's winner; two passes in
+    a row end it by ``passes`` (with both scores), anything else by ``no_move``."""
+    ending = state.ending
+    if not state.is_over:
+        assert ending is None
+        return
+    assert ending.winner == state.winner
+    passed = state.moves[-2:] == ("pass", "pass")
+    assert ending.how == (engine.PASSES if passed else engine.NO_MOVE)
+    assert (ending.scores is not None) == passed
+    assert ending.text and ending.text.isascii()
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_random_playouts_keep_the_api_invariants(config: tuple[str, dict[str, Any]]) -> None:
     game, options = config
@@ -83,6 +97,7 @@ def test_random_playouts_keep_the_api_invariants(config: tuple[str, dict[str, An
             assert state.ply < MAX_PLIES, "the playout does not terminate"
             assert state.to_move == state.ply % 2
             assert (state.winner is None) == (not state.is_over)
+            check_ending(state)
             legal = state.legal_moves()
             assert (not legal) == state.is_over
             if thorough:

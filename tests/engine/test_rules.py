@@ -602,3 +602,42 @@ def test_hexifact_position_text_refuses_a_stone_with_four_friends() -> None:
     assert crowded != start
     with pytest.raises(ValueError, match="more than 3 friendly"):
         eng.from_text(crowded)
+
+
+# --------------------------------------------------------------------------- endings
+
+
+@pytest.mark.parametrize(
+    ("game", "moves", "options", "how", "scores", "text"),
+    [
+        ("xodd", "Bb3 Bd3,Wa1 pass pass", {"size": 5}, engine.PASSES, (2, 1),
+         "both passed: Black 2 groups, White 1; fewer groups wins"),
+        ("yodd", "Wb2 pass pass", {"size": 3}, engine.PASSES, (0, 1),
+         "both passed: Black 0 groups, White 1; fewer groups wins"),
+        ("hadron", "a1 b3 c1", {"size": 3}, engine.NO_MOVE, None,
+         "Blue has no legal placement"),
+        ("hexifact", "c3 d3 e3 pass pass", {}, engine.PASSES, (1, 0),
+         "both passed: Black 1 x 1 = 1, White 0 (one group); the higher score wins"),
+        ("hexifact", "c3 d3 e4 b3 pass pass", {}, engine.PASSES, (1, 1),
+         "both passed: Black 1 x 1 = 1, White 1 x 1 = 1; the tie goes to White, "
+         "who passed last"),
+        ("hexifact", "pass pass", {}, engine.PASSES, (0, 0),
+         "both passed: Black 0 (no stones), White 0 (no stones); the tie goes to White, "
+         "who passed last"),
+    ],
+)
+def test_the_engine_says_how_a_game_ended(game: str, moves: str, options: dict[str, Any],
+                                          how: str, scores: Any, text: str) -> None:
+    state = play(IMPLS[0], game, moves, **options)
+    ending = state.ending
+    assert ending == engine.Ending(state.winner, how, scores, text)
+    before = play(IMPLS[0], game, " ".join(moves.split()[:-1]), **options)
+    assert before.ending is None
+    assert before.ending_if(moves.split()[-1]) == ending  # what a client warns of
+
+
+def test_ending_if_is_none_for_a_move_that_does_not_end_the_game_or_is_illegal() -> None:
+    state = play(IMPLS[0], "xodd", "Bb2", size=3)
+    assert state.ending_if("pass") is None
+    assert state.ending_if("Bb2") is None  # occupied
+    assert state.play("pass").ending_if("pass") is not None

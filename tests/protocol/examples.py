@@ -141,6 +141,13 @@ YODD_2_GEOMETRY = {
 # legal moves to list. And a Hadron 5x5 game after c3 and a1, whose moves are listed.
 XODD_CELLS_AFTER_2 = "." * 20 + "0" + "." * 9 + "1" + "." * 9 + "0" + "." * 40
 HADRON_GAME_ID = "h4d7r0n5x2"
+HEXIFACT_GAME_ID = "x6f9t3c1qa"
+# Hexifact after c3 d3 e3 pass (checked against the engine in test_endings.py): Black's
+# only legal move is to pass, and that ends the game.
+HEXIFACT_CELLS_AFTER_4 = "." * 11 + "010" + "." * 13
+HEXIFACT_PASS_ENDS = p.Result(winner=0, reason="normal", ending=p.Ending(
+    how="passes", scores=(1, 0),
+    text="both passed: Black 1 x 1 = 1, White 0 (one group); the higher score wins"))
 HADRON_LEGAL = ("c1", "d1", "e1", "b2", "d2", "e2", "a3", "e3", "a4", "b4", "d4", "e4", "a5",
                 "b5", "c5", "d5", "e5")
 
@@ -266,6 +273,11 @@ EXAMPLES: dict[str, p.Message] = {
     "game_over": p.GameOver(game_id=GAME_ID, seq=5, winner=0, reason="resign"),
     "abort": p.Abort(id=15, game_id=GAME_ID),
     "game_over_abort": p.GameOver(game_id=GAME_ID, seq=2, reason="abort"),
+    "game_over_normal": p.GameOver(
+        game_id=GAME_ID, seq=310, winner=1, reason="normal",
+        ending=p.Ending(how="passes", scores=(14, 11),
+                        text="both passed: Black 14 groups, White 11; fewer groups wins"),
+    ),
     "opponent_left": p.OpponentLeft(
         game_id=GAME_ID, seq=5, player=1, claim_after_ms=30_000
     ),
@@ -273,6 +285,11 @@ EXAMPLES: dict[str, p.Message] = {
     "claim_win": p.ClaimWin(id=16, game_id=GAME_ID),
     "error_rate_limited": p.ErrorReply(
         id=17, code="rate_limited", message="too many requests", retry_after_ms=250
+    ),
+    "error_not_stored": p.ErrorReply(
+        id=11, code="not_stored",
+        message="the move was not stored (the database is busy); send it again",
+        retry_after_ms=1000, game_id=GAME_ID,
     ),
     # Reconnecting and watching
     "resume": p.Resume(id=3, game_id=GAME_ID, since_seq=4),
@@ -314,6 +331,11 @@ EXAMPLES: dict[str, p.Message] = {
         id=26, game_id=HADRON_GAME_ID, ply=2, to_move=0, cells="1" + "." * 11 + "0" + "." * 12,
         last_move_cells=("a1",), summary={"legal_squares": list(HADRON_LEGAL), "tiles": [1, 1]},
         legal_moves=HADRON_LEGAL,
+    ),
+    "position_pass_ends": p.Position(
+        id=29, game_id=HEXIFACT_GAME_ID, ply=4, to_move=0, cells=HEXIFACT_CELLS_AFTER_4,
+        last_move_cells=(), summary={"scores": [1, 0], "groups": [[1, 1], [1]], "jumps": []},
+        legal_moves=("pass",), after_pass=HEXIFACT_PASS_ENDS,
     ),
     "check_move": p.CheckMove(id=27, game_id=GAME_ID, ply=2, move="Wg7,Bf6"),
     "move_check": p.MoveCheck(id=27, game_id=GAME_ID, ply=2, move="Bf6,Wg7", legal=True),
@@ -375,6 +397,10 @@ EXAMPLES: dict[str, p.Message] = {
     "rematch_ended": p.RematchEnded(game_id=GAME_ID, reason="accepted",
                                     new_game_id="q7w3e9r2ty"),
     "rematch_ended_lapsed": p.RematchEnded(game_id=GAME_ID, reason="lapsed"),
+    "decline_rematch_why": p.DeclineRematch(id=39, game_id=GAME_ID,
+                                            message="busy: playing 2 of at most 2 games"),
+    "rematch_ended_declined": p.RematchEnded(game_id=GAME_ID, reason="declined",
+                                             message="busy: playing 2 of at most 2 games"),
     "ladder_join": p.LadderJoin(id=36, games=("hadron", "xodd")),
     "ladder_leave": p.LadderLeave(id=37),
     "ladder_standings": p.GetStandings(id=38, game="hadron"),

@@ -112,7 +112,8 @@ def _structs(
     if cls is p.Result:
         reason = draw(st.sampled_from(["normal", "resign", "timeout", "abandon", "abort"]))
         winner = None if reason == "abort" else draw(st.sampled_from([0, 1]))
-        return p.Result(winner=winner, reason=reason)  # type: ignore[arg-type]
+        ending = draw(st.none() | structs(p.Ending)) if reason == "normal" else None
+        return p.Result(winner=winner, reason=reason, ending=ending)  # type: ignore[arg-type]
     if cls is p.GameStarted:
         snapshot = draw(structs(p.Snapshot))
         return p.GameStarted(game_id=snapshot.game_id, seq=snapshot.seq, snapshot=snapshot)
@@ -128,6 +129,7 @@ def _structs(
     if cls is p.GameOver:
         result = draw(structs(p.Result))
         kwargs["winner"], kwargs["reason"] = result.winner, result.reason
+        kwargs["ending"] = result.ending
     if cls is p.ListGames:
         kwargs["player"] = draw(st.none() | from_converter(_field(p.ListGames, "player")))
         if kwargs["player"] is None:

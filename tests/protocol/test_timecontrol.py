@@ -92,3 +92,16 @@ def test_each_kind_does_its_own_arithmetic() -> None:
 def test_a_bad_stored_form_is_refused_with_its_field() -> None:
     with pytest.raises(p.InvalidMessage, match=r"clock\.base_ms"):
         p.time_control_from_map({"kind": "fischer", "base_ms": 5, "increment_ms": 0})
+
+
+@pytest.mark.parametrize(("text", "allowed"), [
+    ("0s/move", "a move has 1s to 24h (1s/move to 24h/move)"),
+    ("31d/move", "a correspondence move has 1d to 30d (1d/move to 30d/move)"),
+    ("0.5s+0s", "the base time is 1s to 24h and the increment 0s to 1h (1s+0s to 24h+1h)"),
+    ("5m+2h", "the base time is 1s to 24h and the increment 0s to 1h (1s+0s to 24h+1h)"),
+])
+def test_a_time_control_out_of_range_gives_the_range_in_the_notation(
+        text: str, allowed: str) -> None:
+    with pytest.raises(p.TimeControlSyntaxError) as info:
+        p.parse_time_control(text)
+    assert str(info.value) == f"time control {text!r} is out of range: {allowed}"

@@ -75,6 +75,9 @@ async def test_wrong_passwords_then_lockout(server: Live, clients: Clients) -> N
         assert error.code == "locked_out"
         assert error.retry_after_ms is not None
         assert 0 < error.retry_after_ms <= server.settings.login_lockout_base_s * 1000 + 1
+        # how long, in words (the lock is 30 s; a slow machine may have used a few of them)
+        assert re.fullmatch(r"too many failed logins from your address; try again in "
+                            r"(30|2\d) s", error.message), error.message
     others = await clients.register("Dave", PASSWORD)  # other accounts are unaffected
     assert others.name == "Dave"
 

@@ -54,13 +54,17 @@ async def test_a_whole_game_seen_alike_by_players_and_spectator(
     assert [m.seq for m in events] == list(range(2, 3 + len(moved)))
     assert [m.move for m in moved] == list(game.state.moves)
     assert [(m.ply, m.by) for m in moved] == [(i, i % 2) for i in range(len(moved))]
+    ending = game.state.ending  # why and by how much: the engine's words and scores
+    assert ending is not None
     assert over == p.GameOver(game_id=game.game_id, seq=len(moved) + 2,
-                              winner=game.state.winner, reason="normal")
+                              winner=game.state.winner, reason="normal",
+                              ending=p.Ending.of(ending))
 
     record = await game.record(spectator)
     assert_record_replays(record)
-    assert (record.status, record.result) == ("over", p.Result(winner=game.state.winner,
-                                                               reason="normal"))
+    assert (record.status, record.result) == ("over", p.Result.of(ending))
+    finished = await game.watch(spectator)
+    assert finished.result == record.result
     assert record.players == started.players
     assert (record.game, record.options, record.clock) == (key, game.options, started.clock)
     assert [m.move for m in record.moves] == list(game.state.moves)
@@ -78,7 +82,8 @@ async def test_a_whole_game_seen_alike_by_players_and_spectator(
     [summary] = listing.games
     assert summary == p.Summary(
         game_id=game.game_id, game=key, options=game.options, clock=record.clock,
-        players=record.players, status="over", ply=len(record.moves), result=record.result,
+        players=record.players, status="over", ply=len(record.moves),
+        result=p.Result(winner=ending.winner, reason="normal"),  # a list replays no game
         created_ms=record.created_ms)
 
     for conn in (a, b):  # nothing else was sent

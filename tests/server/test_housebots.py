@@ -13,10 +13,12 @@ import pytest
 
 import engine
 import protocol as p
+from clients.bots.random_bot import RandomBot
 from clients.connection import ServerError
+from clients.sdk import BotRunner, Policy
 from server.housebots import HouseBot, local_url
 
-from .conftest import Serve
+from .conftest import Live, Serve
 from .support import TIMEOUT, Player
 
 READY_S = 60.0  # a bot process starts Python, imports the clients and logs in
@@ -136,3 +138,43 @@ async def test_the_bots_token_is_not_on_its_command_line(serve: Serve) -> None:
             argv = f.read().split(b"\0")
         assert bot.token.encode() not in argv
         assert os.environ.get("TESSERA_BOT_TOKEN") != bot.token  # the server's own is unset
+
+
+async def test_a_house_bot_accepts_a_rematch(serve: Serve) -> None:
+    """As lichess's bots do: the rematch a player offers a house bot starts at once,
+    colours swapped."""
+    async with serve(house_bots=["random"]) as live:
+        [bot] = live.running.house.bots
+        await ready(bot)
+        me = await live.clients.guest()
+        over = await play_against(me, bot.name)
+        await me.call(p.OfferRematch, game_id=over.game_id)
+        again = await me.wait_for(p.GameStarted)  # game_started, then rematch_ended
+        ended = await me.wait_for(p.RematchEnded, game_id=over.game_id)
+        assert (ended.reason, ended.new_game_id) == ("accepted", again.game_id)
+        assert [u.name for u in again.snapshot.players] == [bot.name, me.name]
+
+
+async def test_a_bot_that_declines_a_rematch_says_why(server: Live) -> None:
+    """An SDK bot run without --rematch declines, and its reason reaches the player."""
+    store = server.running.app.store
+    user = await store.create_user("no-rematch", "bot")
+    token, _ = await store.create_token(user.id, "bot", "test")
+    runner = BotRunner(RandomBot(seed=3), url=server.url, token=token, backoff_s=(0.1, 0.5),
+                       policy=Policy())
+    task = asyncio.create_task(runner.run())
+    try:
+        await asyncio.wait_for(runner.ready.wait(), 15)
+        me = await server.clients.guest()
+        await me.call(p.Challenge, to="no-rematch", game="hadron", options={},
+                      clock=p.Unlimited(), color=0)
+        started = await me.wait_for(p.GameStarted)
+        await me.call(p.Resign, game_id=started.game_id)
+        await me.wait_for(p.GameOver, game_id=started.game_id)
+        await me.call(p.OfferRematch, game_id=started.game_id)
+        ended = await me.wait_for(p.RematchEnded, game_id=started.game_id)
+        assert ended.reason == "declined"
+        assert ended.message == "this bot does not play rematches (it runs without --rematch)"
+    finally:
+        runner.stop(resign=True)
+        await asyncio.wait_for(task, 30)

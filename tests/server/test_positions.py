@@ -36,13 +36,15 @@ def expected_position(state: engine.State, game_id: str) -> dict[str, object]:
         "last_move_cells": tuple(state.cells_of(last)) if last else (),
         "summary": state.summary(),
         "legal_moves": None if listed is None else tuple(map(str, listed)),
+        "after_pass": p.Result.of(ending) if (ending := state.ending_if("pass")) else None,
     }
 
 
 def as_fields(position: object) -> dict[str, object]:
     assert isinstance(position, p.Position), position
     return {name: getattr(position, name) for name in
-            ("game_id", "ply", "to_move", "cells", "last_move_cells", "summary", "legal_moves")}
+            ("game_id", "ply", "to_move", "cells", "last_move_cells", "summary", "legal_moves",
+             "after_pass")}
 
 
 @pytest.mark.parametrize("key", list(engine.GAMES))

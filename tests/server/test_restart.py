@@ -51,7 +51,8 @@ class View:
             assert event.ply == self.state.ply, event
             self.state = self.state.play(event.move)
         elif isinstance(event, p.GameOver):
-            self.result = p.Result(winner=event.winner, reason=event.reason)
+            self.result = p.Result(winner=event.winner, reason=event.reason,
+                                   ending=event.ending)
 
     async def catch_up(self, player: Player, quiet: float = 0.1) -> None:
         for event in await player.drain(quiet):
@@ -105,7 +106,7 @@ async def finish_and_check(players: list[Player], views: list[View],
     assert moves == list(views[0].state.moves) == list(views[1].state.moves)
     assert {ply: moves[ply] for ply in acked} == acked  # every ack kept, once, in place
     final = engine.replay(record.game, record.options, moves)
-    assert final.is_over and record.result == p.Result(winner=final.winner, reason="normal")
+    assert final.ending is not None and record.result == p.Result.of(final.ending)
     assert views[0].result == views[1].result == record.result
 
 

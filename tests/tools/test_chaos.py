@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from clients import chaos
+from clients.connection import Connection
+from clients.localserver import LocalServer
 
 PG_URL_ENV = "TESSERA_TEST_PG_URL"
 REDIS_URL_ENV = "TESSERA_TEST_REDIS_URL"
@@ -52,3 +58,43 @@ def test_chaos_on_a_cluster_loses_nothing_and_times_the_failovers() -> None:
     assert result["failovers_measured"] >= 1  # a killed node owned a game, which moved on
     assert 0 < result["failover_p50_s"] <= result["failover_p99_s"]
     assert run.returncode == 0
+
+
+def test_chaos_server_takes_every_registration_of_a_big_run(tmp_path: Path) -> None:
+    """``chaos --games 40`` registers 40 players from one address: the server it starts
+    takes them all, however fast they come (issue 23: the 31st was refused and chaos
+    ended in a traceback)."""
+    server = LocalServer(tmp_path, extra_args=chaos.OWN_SERVER_ARGS)
+    server.start()
+    try:
+        async def register_all() -> list[object]:
+            return await asyncio.gather(*(chaos._registered(server.url, f"p{i}")
+                                          for i in range(40)), return_exceptions=True)
+
+        outcomes = asyncio.run(register_all())
+    finally:
+        server.stop()
+    refused = [repr(o) for o in outcomes if isinstance(o, BaseException)]
+    assert refused == []
+
+
+
+def test_a_refused_connection_ends_a_client_command_in_one_line(tmp_path: Path) -> None:
+    """A refusal no command expected (here the server's per-address cap of connections,
+    HTTP 429, met by ``tessera ladder``) is one line and exit status 1, not a traceback."""
+    server = LocalServer(tmp_path, extra_args=("--max-connections-per-address", "1"))
+    server.start()
+    try:
+        async def while_one_is_open() -> subprocess.CompletedProcess[str]:
+            async with await Connection.open(server.url):
+                return await asyncio.to_thread(
+                    subprocess.run, [sys.executable, "-m", "clients.cli", "ladder",
+                                     "standings", "hadron", "--server", server.url],
+                    capture_output=True, text=True, timeout=60)
+
+        run = asyncio.run(while_one_is_open())
+    finally:
+        server.stop()
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.splitlines() == [
+        "tessera ladder: the server refused the connection: HTTP 429 Too Many Requests"]

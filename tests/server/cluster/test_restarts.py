@@ -25,13 +25,15 @@ LEASE = ("--lease-ms", "3000")
 
 
 async def persist(call: Callable[[], Awaitable[Any]], timeout_s: float = 40.0) -> Any:
-    """Send a request again while the server says internal_error (what a client does)."""
+    """Send a request again while the server says internal_error or not_stored (what a
+    client does)."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             return await call()
         except ServerError as exc:
-            if exc.code != "internal_error" or time.monotonic() > deadline:
+            if exc.code not in ("internal_error", "not_stored") or (
+                    time.monotonic() > deadline):
                 raise
             await asyncio.sleep(0.3)
 

@@ -54,6 +54,24 @@ def test_the_papers_worked_example() -> None:
     assert SYSTEM_TAU == 0.5
 
 
+def test_the_worked_examples_of_ratings_md() -> None:
+    """docs/RATINGS.md's worked example: what the server stores, without step 6."""
+    black, white = (r.rounded() for r in rate_game(DEFAULT, DEFAULT, 1.0))
+    assert black == Rating(1662.21, 290.23, 0.05999968)
+    assert white == Rating(1337.79, 290.23, 0.05999968)
+    start = age(black, 1.0).rounded()  # one period later
+    assert start == Rating(1662.21, 290.42, 0.05999968)
+    lost, won = (r.rounded() for r in rate_game(start, Rating(1700.0, 60.0, 0.06), 0.0))
+    assert lost == Rating(1534.35, 224.96, 0.05999868)
+    assert won == Rating(1706.9, 59.53, 0.05999971)
+    player = Rating(1500.0, 200.0, 0.06)
+    results = [(Rating(1400.0, 30.0, 0.06), 1.0), (Rating(1550.0, 100.0, 0.06), 0.0),
+               (Rating(1700.0, 300.0, 0.06), 0.0)]
+    assert rate(player, results).rounded() == Rating(1464.05, 151.52, 0.05999598)
+    no_growth = rate(player, results, periods=0.0).rounded()
+    assert (no_growth.rating, no_growth.deviation) == (1464.11, 151.4)
+
+
 def test_a_period_without_games_grows_only_the_deviation() -> None:
     """Step 6 alone: RD' = 173.7178 * sqrt(phi^2 + sigma^2) = sqrt(200^2 + 10.423^2)."""
     player = Rating(1500.0, 200.0, 0.06)

@@ -4,6 +4,7 @@ against the engine on every page (the players' and a spectator's)."""
 from __future__ import annotations
 
 import random
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +12,16 @@ import engine
 import protocol as p
 
 from .conftest import Tabs, WebServer, ask
-from .pages import Table, cells_marked, drawn, pick, seats_text, start_by_seek, wait_ply
+from .pages import (
+    Table,
+    cells_marked,
+    click_move,
+    drawn,
+    pick,
+    seats_text,
+    start_by_seek,
+    wait_ply,
+)
 
 
 def finish(table: Table, server: WebServer) -> p.Record:
@@ -26,7 +36,8 @@ def finish(table: Table, server: WebServer) -> p.Record:
     assert isinstance(reply, p.GameRecord)
     record = reply.record
     assert [m.move for m in record.moves] == list(table.state.moves)
-    assert record.result == p.Result(winner=table.state.winner, reason="normal")
+    assert table.state.ending is not None
+    assert record.result == p.Result.of(table.state.ending)
     return record
 
 
@@ -137,3 +148,27 @@ def _reason(state: engine.State, move: str) -> str:
     except engine.IllegalMove as exc:
         return str(exc)
     raise AssertionError(f"{move} is legal")
+
+
+def test_a_move_the_server_did_not_store_is_sent_again(tabs: Tabs,
+                                                       web_server: WebServer) -> None:
+    """SQLite's write lock held by another connection (for real) while a move is clicked:
+    the server refuses it as not_stored, the page says so and sends it again by itself;
+    it is played once the lock is gone (issue 23.19)."""
+    a, b = tabs.open(), tabs.open()
+    table = start_by_seek(a, b, "hadron", {"size": 5}, "fischer", minutes=5, increment=3)
+    holder = sqlite3.connect(web_server.db_url.split("///", 1)[1], isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        click_move(table.mover, table.state, "c3")
+        table.mover.locator(".input-status", has_text="could not store c3").wait_for(
+            timeout=30_000)
+        holder.execute("ROLLBACK")
+    finally:
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
+        holder.close()
+    table.state = table.state.play("c3")
+    table.check()  # both pages show it, played once
+    reply = ask(web_server, p.GetGame, game_id=table.game_id)
+    assert [m.move for m in reply.record.moves] == ["c3"]

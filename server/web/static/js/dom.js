@@ -36,7 +36,8 @@ export function fill(node, ...children) {
   return build(node, {}, children);
 }
 
-/** A button that asks "sure?" in place before doing something irreversible. */
+/** A button that asks "sure?" in place before doing something irreversible; confirmLabel
+ *  may be a function, asked each time the button is armed. */
 export function confirmButton(label, confirmLabel, action, attrs = {}) {
   let armed = null;
   const button = h("button", {
@@ -51,7 +52,7 @@ export function confirmButton(label, confirmLabel, action, attrs = {}) {
         action();
         return;
       }
-      button.textContent = confirmLabel;
+      button.textContent = typeof confirmLabel === "function" ? confirmLabel() : confirmLabel;
       button.classList.add("armed");
       armed = setTimeout(() => {
         armed = null;

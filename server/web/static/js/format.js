@@ -21,19 +21,20 @@ export function gameLabel(info, options) {
 }
 
 const REASONS = {
-  normal: (w, l) => `${w} wins`,
+  normal: (w, l, ending) => (ending ? `${w} wins: ${ending.text}` : `${w} wins`),
   resign: (w, l) => `${l} resigned: ${w} wins`,
   timeout: (w, l) => `${l} ran out of time: ${w} wins`,
   abandon: (w, l) => `${l} left the game: ${w} wins`,
 };
 
-/** Why a game ended, with the winner's colour and name. */
+/** Why a game ended, with the winner's colour and name; by how much when the rules ended
+ *  it (the result's ending: the engine's words, shown as they are). */
 export function resultText(result, players, colours) {
   if (!result) return "";
   if (result.reason === "abort" || result.winner === undefined) return "Game aborted";
   const who = (seat) => `${colours[seat]} (${players[seat].name})`;
   const say = REASONS[result.reason] || REASONS.normal;
-  return say(who(result.winner), who(1 - result.winner));
+  return say(who(result.winner), who(1 - result.winner), result.ending);
 }
 
 /** A rating as shown beside a name: 1612, or 1431? while provisional. */

@@ -154,6 +154,7 @@ export class GameView {
     const snap = this.snap;
     snap.status = "over";
     snap.result = msg.winner === undefined ? { reason: msg.reason } : { winner: msg.winner, reason: msg.reason };
+    if (msg.ending) snap.result.ending = msg.ending;
     if (msg.rating_changes) snap.rating_changes = msg.rating_changes;
     this.clocks.stop();
     this.app.session.activeGames.delete(this.gameId);
@@ -384,7 +385,10 @@ export class GameView {
     if (msg.t === "rematch_offered") this.rematchOffer = msg.by;
     else {
       this.rematchOffer = null;
-      if (msg.reason !== "accepted") this.rematchNote = msg.reason === "lapsed" ? "The rematch offer lapsed: a player left." : "The rematch was declined.";
+      if (msg.reason === "lapsed") this.rematchNote = "The rematch offer lapsed: a player left.";
+      else if (msg.reason !== "accepted") {
+        this.rematchNote = msg.message ? `The rematch was declined: ${msg.message}` : "The rematch was declined.";
+      }
     }
     this._renderRematch();
   }
@@ -448,13 +452,24 @@ export class GameView {
 
   // -- moves and positions -----------------------------------------------------------------
   async play(text) {
-    const snap = this.snap;
+    const ply = this.snap.ply;
     try {
-      await this.conn.request("move", { game_id: this.gameId, ply: snap.ply, move: text });
+      await this.conn.request("move", { game_id: this.gameId, ply, move: text });
     } catch (err) {
+      if (err.code === "not_stored") return this._playAgain(text, ply, err.reply.retry_after_ms || 1000);
       if (err.code === "stale_ply") this.load();
       this.input.say(err.message);
     }
+  }
+
+  /** The server could not store the move (its database was busy): nothing happened, so it
+   * is sent again after the wait the server asks for, while the game still waits for it. */
+  _playAgain(text, ply, waitMs) {
+    this.input.say(`The server could not store ${text} (its database is busy): sending it again in ${Math.ceil(waitMs / 1000)} s.`);
+    setTimeout(() => {
+      const snap = this.snap;
+      if (snap && snap.status !== "over" && snap.ply === ply && snap.to_move === this.seat()) this.play(text);
+    }, waitMs);
   }
 
   async check(text) {
@@ -505,7 +520,8 @@ export class GameView {
     this.board.setPosition(position.cells);
     this.board.el.dataset.ply = String(position.ply);
     const active = this.seat() === snap.to_move && snap.status !== "over" && position.ply === snap.ply;
-    this.input.setPosition(position, active);
+    const led = position.ply > 0 ? snap.moves[position.ply - 1] : null;
+    this.input.setPosition(position, active, led ? led.move : null);
     this.board.interactive = active;
     this._renderFacts(position.summary);
     this._renderMarks();

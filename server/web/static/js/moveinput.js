@@ -78,17 +78,19 @@ export class MoveInput {
                    this.pieceButtons), h("div", { class: "drop-actions" }, this.confirm, this.clear));
     }
     if (this.forms.pass) {
-      this.passButton = confirmButton("Pass", "Confirm pass", () => this.send(this.forms.pass.text),
-                                      { class: "pass" });
+      this.passButton = confirmButton("Pass", () => this._passConfirmLabel(),
+                                      () => this.send(this.forms.pass.text), { class: "pass" });
       parts.push(this.passButton);
     }
     this.el.append(...parts, this.status);
   }
 
-  /** A new position (a Position reply); active: the viewer may move in it now. */
-  setPosition(position, active) {
+  /** A new position (a Position reply); active: the viewer may move in it now; lastMove:
+   *  the text of the move that led to it (to say "your opponent passed"). */
+  setPosition(position, active, lastMove = null) {
     const samePly = this.position && position && this.position.ply === position.ply;
     this.position = position;
+    this.lastMove = lastMove;
     this.active = Boolean(active && position);
     this.legal = position ? readLegal(position.legal_moves, Object.values(this.forms), this.nameSet) : null;
     if (!samePly) {
@@ -241,16 +243,50 @@ export class MoveInput {
     return { legal, movable, selected: this.selected, targets, pending };
   }
 
+  /** Is passing the only legal move (the server listed the legal moves: just the pass)? */
+  _onlyPass() {
+    return Boolean(this.forms.pass && this.legal && this.legal.pass && this.legal.texts.size === 1);
+  }
+
+  /** What a pass now would do, from the server's after_pass (the engine's result of the
+   *  state after the pass): "Your opponent passed: passing now ends the game, and you lose
+   *  (both passed: ...)."; "" when a pass would not end the game. */
+  passConsequence() {
+    const after = this.active && this.position && this.position.after_pass;
+    if (!after || !this.forms.pass) return "";
+    const outcome = after.winner === this.position.to_move ? "win" : "lose";
+    const lead = this.lastMove === this.forms.pass.text ? "Your opponent passed: passing" : "Passing";
+    const why = after.ending ? ` (${after.ending.text})` : "";
+    return `${lead} now ends the game, and you ${outcome}${why}.`;
+  }
+
+  _passConfirmLabel() {
+    const after = this.active && this.position && this.position.after_pass;
+    if (!after) return "Confirm pass";
+    return `Confirm pass: you ${after.winner === this.position.to_move ? "win" : "lose"}`;
+  }
+
   _refresh() {
     this.el.classList.toggle("inactive", !this.active);
+    const onlyPass = this.active && this._onlyPass();
+    const consequence = this.passConsequence();
     if (this.passButton) {
       this.passButton.disabled = !this.active || Boolean(this.legal && !this.legal.pass);
+      this.passButton.classList.toggle("only-move", onlyPass);
+      this.passButton.classList.toggle("ends-game", Boolean(consequence));
     }
     if (!this.forms.drop && this.active && !this.status.textContent) {
       const how = [];
-      if (this.forms.place) how.push("pick a cell marked with a dot");
-      if (this.forms.jump) how.push("move a ringed piece: pick it, then where it lands (or drag it)");
-      if (how.length) this.say(`Your move: ${how.join(", or ")}.`);
+      // what the legal moves allow, when the server listed them; every form otherwise
+      const canPlace = this.forms.place && (!this.legal || this.legal.place.size > 0);
+      const canJump = this.forms.jump && (!this.legal || this.legal.jumps.size > 0);
+      if (canPlace) how.push("pick a cell marked with a dot");
+      if (canJump) how.push("move a ringed piece: pick it, then where it lands (or drag it)");
+      const notes = [];
+      if (onlyPass) notes.push("Your only legal move is to pass.");
+      else if (how.length) notes.push(`Your move: ${how.join(", or ")}.`);
+      if (consequence) notes.push(consequence);
+      if (notes.length) this.say(notes.join(" "));
     } else if (!this.forms.drop && !this.active) this.say("");
     if (this.forms.drop) {
       const ready = this.verdict && this.verdict.legal && this.verdict.text === this._dropText();
@@ -259,8 +295,11 @@ export class MoveInput {
       this.clear.disabled = !this.pending.length;
       for (const b of this.pieceButtons) b.disabled = !this.active;
       if (!this.active) this.say("");
-      else if (!this.pending.length) {
-        this.say(`Choose a colour, then one or ${this.forms.drop.max} empty cells.`);
+      else if (!this.pending.length && onlyPass) {
+        this.say(["Your only legal move is to pass.", consequence].filter(Boolean).join(" "));
+      } else if (!this.pending.length) {
+        this.say([`Choose a colour, then one or ${this.forms.drop.max} empty cells.`, consequence]
+          .filter(Boolean).join(" "));
       } else if (!this.verdict) this.say(`${this._dropText()}: checking…`);
       else if (this.verdict.legal) this.say(`${this.verdict.text} is legal: play it, or add a stone.`);
       else this.say(this.verdict.reason || `${this.verdict.text} is not legal`);

@@ -48,13 +48,14 @@ function outcome(record) {
   return {
     winner: over && record.result.winner !== undefined ? record.result.winner : null,
     termination: over ? record.result.reason : "unterminated",
+    ending: over && record.result.ending ? record.result.ending.text : null,
   };
 }
 
 /** The text form of a record (docs/RECORDS.md). */
 export function recordText(record, info) {
   const [black, white] = info.players;
-  const { winner, termination } = outcome(record);
+  const { winner, termination, ending } = outcome(record);
   const result = winner === null ? "*" : RESULTS[winner];
   const tags = [
     ["Game", record.game],
@@ -67,6 +68,7 @@ export function recordText(record, info) {
   tags.push([`${black}Kind`, record.players[0].kind], [`${white}Kind`, record.players[1].kind]);
   tags.push(["TimeControl", timeControlText(record.clock)], ["Result", result],
             ["Termination", termination]);
+  if (ending !== null) tags.push(["Ending", ending]);
   const lines = tags.map(([name, value]) => `[${name} ${quote(value)}]`);
   lines.push("");
   for (const m of record.moves) {
@@ -81,7 +83,7 @@ export function recordText(record, info) {
 
 /** The JSON form of a record (docs/RECORDS.md). */
 export function recordJson(record, info) {
-  const { winner, termination } = outcome(record);
+  const { winner, termination, ending } = outcome(record);
   const data = {
     format: JSON_FORMAT,
     game_id: record.game_id ?? null,
@@ -94,6 +96,7 @@ export function recordJson(record, info) {
     time_control: { ...record.clock },
     winner,
     termination,
+    ...(ending !== null ? { ending } : {}),
     moves: record.moves.map((m) => ({
       ply: m.ply, move: m.move, ms_used: m.ms_used ?? null, clock_ms: m.clock_ms ?? null,
     })),
