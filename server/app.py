@@ -43,14 +43,14 @@ from .metrics import Metrics, measure_loop_lag
 from .rematch import Rematches
 from .revocation import enforce_revocations
 from .rooms import GameRoom
-from .session import Handling, Session
+from .session import Forwarded, Handling, Session
 from .storage import GameRatings, Storage, open_storage, redact_url
 from .storage.sole import SoleServer, sole_server
 from .tasks import Tasks
 from .wsio import Outbox
 
 if TYPE_CHECKING:
-    from .seam import Topology
+    from .seam import Caller, GameRequest, Topology
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,10 @@ class App:
 
     async def _online_ids(self) -> set[int]:
         return {user.user_id for user in await self.topology.presence.everyone()}
+
+    async def serve_forwarded(self, user: Caller, message: GameRequest) -> list[bytes]:
+        """A request another process forwarded, run by its handler here (``seam.Host``)."""
+        return await Forwarded(self, user).run(message)
 
     def _rated(self, room: GameRoom, changes: GameRatings) -> None:
         """A rated game ended: its players' new ratings, for the lobby and the ladder."""

@@ -8,7 +8,7 @@ a cluster with ``server.cluster``'s implementations instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .ladder import MemoryRoster
 from .offers import LOCAL_NODE, MemoryChallenges, MemoryPresence, MemoryRematches, MemorySeeks
@@ -18,7 +18,7 @@ from .rooms import GameRoom
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .seam import Asker, Host, Seated
+    from .seam import Asker, GameRequest, Host, Seated
 
 
 class LocalPlacement:
@@ -41,9 +41,8 @@ class LocalPlacement:
     def finished(self, room: GameRoom) -> None:
         """Nothing to let go of."""
 
-    async def forward(self, s: Asker, game_id: str, op: str, **fields: Any
-                      ) -> dict[str, Any] | None:
-        return None  # a game not running here is over, or unknown: answered here
+    async def forward(self, s: Asker, message: GameRequest) -> bool:
+        return False  # a game not running here is over, or unknown: answered here
 
     async def follow(self, s: Asker, game_id: str, request_id: int,
                      since_seq: int | None, *, as_player: bool) -> bool:

@@ -24,7 +24,8 @@ topology is given the :class:`Host` (the app's parts it serves) when the app is 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, Union
 
 if TYPE_CHECKING:
     import protocol as p
@@ -39,6 +40,19 @@ if TYPE_CHECKING:
     from .rooms import GameRoom, Watched
     from .session import Session
     from .storage import Store, User
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who a request forwarded from another process came from."""
+
+    id: int
+    name: str
+    kind: str
+
+
+GameRequest = Union["p.Move", "p.Resign", "p.Abort", "p.ClaimWin", "p.Chat"]
+"""A player's request about a game, run where the game runs."""
 
 
 class Seated(Protocol):
@@ -85,6 +99,10 @@ class Host(Protocol):
     @property
     def sessions(self) -> set[Session]: ...
 
+    async def serve_forwarded(self, user: Caller, message: GameRequest) -> list[bytes]:
+        """Run a request another process forwarded, by the handler a connection's own
+        request gets: the frames it sends back (a refusal raises ``ProtocolError``)."""
+
 
 class Placement(Protocol):
     """Where games run, and how a request reaches the one that runs it."""
@@ -99,11 +117,11 @@ class Placement(Protocol):
     def finished(self, room: GameRoom) -> None:
         """A game run here is over."""
 
-    async def forward(self, s: Asker, game_id: str, op: str, **fields: Any
-                      ) -> dict[str, Any] | None:
-        """A player's action (``move``, ``resign``, ``abort``, ``claim_win``, ``chat``) on
-        a game not run here: the reply of the process that runs it (``seq``), or None if
-        the game is to be answered here (run here now, finished, or unknown)."""
+    async def forward(self, s: Asker, message: GameRequest) -> bool:
+        """A player's request about a game not run here, sent as it is to the process that
+        runs it, which handles it as its own and sends back the frames (its events first,
+        then its reply) given here to ``s``; False if the game is to be answered here (run
+        here now, finished, or unknown). A refusal raises ``ProtocolError``."""
 
     async def follow(self, s: Asker, game_id: str, request_id: int,
                      since_seq: int | None, *, as_player: bool) -> bool:
@@ -210,4 +228,5 @@ class Topology(Protocol):
         a dict never shrinks)."""
 
 
-__all__ = ["Asker", "Host", "Placement", "Reach", "Revocations", "Seated", "Topology"]
+__all__ = ["Asker", "Caller", "GameRequest", "Host", "Placement", "Reach", "Revocations", "Seated",
+           "Topology"]

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -40,6 +40,7 @@ from .storage import WriteFailed, token_digest
 if TYPE_CHECKING:
     from .app import App
     from .lobby import Member
+    from .seam import Caller
     from .storage import PoolRating, User
 
 log = logging.getLogger(__name__)
@@ -408,3 +409,38 @@ class Session:
                 await room.player_disconnected(seat, self)
             else:
                 room.unsubscribe(self)
+
+
+class Forwarded:
+    """A request another process forwarded here, as its handler sees a connection: the
+    user it came from, and the frames its handler sends (taken back to that process, which
+    gives them to its client). It runs through the same handler table as a connection's
+    own requests (``Placement.forward``)."""
+
+    def __init__(self, app: App, user: Caller) -> None:
+        self.app = app
+        self.user: Caller | None = user
+        self.member = None
+        self.peer = "forwarded"
+        self.rooms: dict[str, Watched] = {}
+        self.frames: list[bytes] = []
+
+    def uid(self) -> int:
+        assert self.user is not None
+        return self.user.id
+
+    def send(self, message: p.ServerMessage) -> None:
+        self.frames.append(p.encode(message))
+
+    def send_trusted(self, cls: type[p.Message], **fields: Any) -> None:
+        self.frames.append(p.encode_trusted(cls, **fields))
+
+    def send_frame(self, frame: bytes) -> None:
+        self.frames.append(frame)
+
+    async def run(self, message: p.ClientMessage) -> list[bytes]:
+        """Handle ``message``: the frames its handler sent (a refusal raises)."""
+        reply = await HANDLERS[type(message)](cast(Any, self), message)
+        if reply is not None:
+            self.send(reply)
+        return self.frames

@@ -44,7 +44,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgpack
 from prometheus_client.core import (
@@ -59,7 +59,8 @@ import protocol as p
 from server import wire
 from server.config import Settings
 from server.revocation import close_revoked
-from server.rooms import NOT_STORED_RETRY_MS, GameRoom, Player
+from server.rooms import NOT_STORED_RETRY_MS, GameRoom
+from server.seam import Caller
 
 from .bus import UNKNOWN_OP, Bus
 from .config import ClusterSettings
@@ -76,7 +77,7 @@ from .presence import RedisPresence
 from .remote import SNAPSHOT, RemoteGame
 
 if TYPE_CHECKING:
-    from server.seam import Asker, Host, Seated
+    from server.seam import Asker, GameRequest, Host, Seated
 
 log = logging.getLogger(__name__)
 
@@ -687,22 +688,29 @@ class ClusterNode:
         stored = await self.host.store.get_game(game_id)
         return stored is not None and stored.info.status == "playing"
 
-    async def forward(self, s: Asker, game_id: str, op: str, **fields: Any
-                      ) -> dict[str, Any] | None:
-        """A player's action on a game owned elsewhere: the owner's reply (its ``seq``),
-        the events it caused relayed first; None if the game is to be found here."""
+    async def forward(self, s: Asker, message: GameRequest) -> bool:
+        """A player's request about a game owned elsewhere, sent as it is to the owner:
+        the events it caused relayed here, then the owner's frames given to ``s``; False
+        if the game is to be found here. A refusal raises, as the owner made it."""
         user = s.user
         assert user is not None
-        body = {"g": game_id, "op": op, "u": user.id, "name": user.name, "kind": user.kind,
-                **fields}
+        game_id = message.game_id
+        body = {"g": game_id, "m": p.encode(message), "u": user.id, "name": user.name,
+                "kind": user.kind}
         reply = await self.call_owner(game_id, "game", body)
         if not isinstance(reply, dict):
-            return None
+            return False
+        if "refused" in reply:
+            code, text, retry = reply["refused"]
+            raise p.ProtocolError(text, code=p.ErrorCode(code), game_id=game_id,
+                                  retry_after_ms=retry)
         remote = self.remote.get(game_id)
-        events = [(seq, frame) for seq, frame in reply.get("ev", ())]
         if remote is not None:
-            remote.deliver_all(events, over=reply.get("over", False))
-        return reply
+            remote.deliver_all([(seq, frame) for seq, frame in reply["ev"]],
+                               over=reply["over"])
+        for frame in reply["out"]:
+            s.send_frame(frame)
+        return True
 
     async def follow(self, s: Asker, game_id: str, request_id: int,
                      since_seq: int | None, *, as_player: bool) -> bool:
@@ -851,24 +859,20 @@ class ClusterNode:
         return room
 
     async def _serve_game(self, body: dict[str, Any], _sender: str) -> dict[str, Any]:
+        """A request forwarded by the node its player is connected to: run by the handler
+        it would have had here (``Host.serve_forwarded``); its frames, the events it
+        caused, or its refusal."""
         room = self._owned(body["g"])
-        op, user_id = body["op"], body["u"]
+        message = p.decode_client(body["m"])
+        if getattr(message, "game_id", None) != room.game_id:
+            raise RemoteError("bad_request", "a forwarded request is about its game")
         before = room.seq
-        seq = None
-        if op == "move":
-            seq = await room.play(user_id, p.Move(id=1, game_id=room.game_id,
-                                                  ply=body["ply"], move=body["move"]))
-        elif op == "resign":
-            await room.resign(user_id)
-        elif op == "abort":
-            await room.abort(user_id)
-        elif op == "claim_win":
-            await room.claim_win(user_id)
-        elif op == "chat":
-            await room.chat(Player(user_id, body["name"], body["kind"]), body["text"])
-        else:
-            raise RemoteError("unknown_op", f"no game op {op!r}")
-        return {"seq": seq, "ev": events_after(room, before), "over": not room.status.live}
+        try:
+            out = await self.host.serve_forwarded(
+                Caller(body["u"], body["name"], body["kind"]), cast(GameRequest, message))
+        except p.ProtocolError as exc:
+            return {"refused": [str(exc.code), str(exc), exc.retry_after_ms]}
+        return {"out": out, "ev": events_after(room, before), "over": not room.status.live}
 
     async def _serve_follow(self, body: dict[str, Any], sender: str) -> dict[str, Any]:
         room = self._owned(body["g"])
