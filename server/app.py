@@ -90,7 +90,8 @@ class App:
         self.tasks = Tasks()
         self.passwords = Passwords(max_queued=settings.hash_queue or None)
         self.guests = GuestMaker(self.store)
-        self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
+        self.accounts = Accounts(self.store, self.passwords, self.guests, settings,
+                                 topology.lockout)
         self.placement = topology.placement
         self.members = Members(settings.rating_period_s)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from .ladder import MemoryRoster
+from .lockout import MemoryLockout
 from .offers import LOCAL_NODE, MemoryChallenges, MemoryPresence, MemoryRematches, MemorySeeks
 from .ratelimit import MemoryTokenBuckets
 from .revocation import close_revoked
@@ -108,6 +109,9 @@ class LocalTopology:
                                                    settings.account_burst)
         self.account_chat = MemoryTokenBuckets(settings.chat_rate, settings.chat_burst)
         self.revocations = LocalRevocations(self.placement)
+        self.lockout = MemoryLockout(settings.login_lockout_after,
+                                     settings.login_lockout_base_s,
+                                     settings.login_lockout_max_s)
         self.roster = MemoryRoster()
 
     def bind(self, host: Host) -> None:

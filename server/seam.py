@@ -11,7 +11,8 @@ Everything that differs between a lone server and a node of a cluster sits behin
   a user's connections on other nodes, seating them in a game that starts here;
 - **the lobby's shared state** (``server.offers``): presence, seeks, challenges, rematch
   offers;
-- **budgets** per account over every connection (``ratelimit.AccountLimits``);
+- **budgets** per account over every connection (``ratelimit.AccountLimits``), and failed
+  logins with their locks per (account, address) (``lockout.LockoutStore``);
 - **revocations**: a logout closes the token's connections everywhere;
 - **the ladder's roster** and who pairs its rounds.
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from .games import Games
     from .ladder import LadderRoster
     from .lobby import Lobby, Members
+    from .lockout import LockoutStore
     from .metrics import Metrics
     from .offers import ChallengeStore, PresenceStore, RematchStore, SeekStore
     from .ratelimit import AccountLimits
@@ -203,6 +205,9 @@ class Topology(Protocol):
 
     @property
     def revocations(self) -> Revocations: ...
+
+    @property
+    def lockout(self) -> LockoutStore: ...
 
     @property
     def roster(self) -> LadderRoster: ...

@@ -190,6 +190,11 @@ class Keys:
         """String, PX: the node that pairs the ladder's rounds (``node/incarnation``)."""
         return f"{self.prefix}ladder:leader"
 
+    def lockout(self, account: int, address: str) -> str:
+        """Hash: one (account, address) pair's failed logins and lock (``count``,
+        ``until``)."""
+        return f"{self.prefix}lockout:{account}:{address}"
+
     def bucket(self, scope: str, subject: str | int) -> str:
         """Hash: one token bucket (``scope`` names the limit, e.g. ``account``)."""
         return f"{self.prefix}bucket:{scope}:{subject}"

@@ -71,6 +71,7 @@ from .ladder import RedisRoster
 from .leases import Leases, LostReason, owner_node, owner_value
 from .limits import RedisTokenBuckets
 from .lobbystore import RedisChallenges, RedisRematches, RedisSeeks
+from .lockout import RedisLockout
 from .nodes import NodeRegistry
 from .owned import RemoteSeat, owned_room_class
 from .presence import RedisPresence
@@ -244,6 +245,9 @@ class ClusterNode:
         self.account_chat = RedisTokenBuckets(bus.redis, self.keys, "chat",
                                               settings.chat_rate, settings.chat_burst)
         self.revocations = ClusterRevocations(self)
+        self.lockout = RedisLockout(bus.redis, self.keys, settings.login_lockout_after,
+                                    settings.login_lockout_base_s,
+                                    settings.login_lockout_max_s)
         self.roster = RedisRoster(bus.redis, self.keys, owner,
                                   int(max(5.0, 3 * settings.ladder_round_s) * 1000))
         self.remote: dict[str, RemoteGame] = {}
@@ -869,7 +873,7 @@ class ClusterNode:
         before = room.seq
         try:
             out = await self.host.serve_forwarded(
-                Caller(body["u"], body["name"], body["kind"]), cast(GameRequest, message))
+                Caller(body["u"], body["name"], body["kind"]), cast("GameRequest", message))
         except p.ProtocolError as exc:
             return {"refused": [str(exc.code), str(exc), exc.retry_after_ms]}
         return {"out": out, "ev": events_after(room, before), "over": not room.status.live}
