@@ -71,7 +71,7 @@ class App:
         self.lobby = Lobby(settings)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
                            on_rated=self._rated)
-        self.history = History(self.games, self.store)
+        self.history = History(self.store, settings.rating_period_s)
         rematches = Rematches(self.games, self.lobby, self._start)
         self.lobby.on_left.append(rematches.member_left)
         self.rematches: RematchOffers = rematches  # a cluster node's are its own
