@@ -102,6 +102,7 @@ RTT_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 5.0
 @dataclasses.dataclass(slots=True)
 class NodeStats:
     forwarded: int = 0  # requests sent to another node's game
+    forwarded_moves: int = 0  # moves played on a game another node owns
     served: int = 0  # requests served for another node
     takeovers: int = 0
     lost: int = 0
@@ -136,6 +137,8 @@ class NodeMetrics:
                 ("forwarded_requests", "Requests sent to the node owning their game",
                  stats.forwarded),
                 ("served_requests", "Requests served for other nodes", stats.served),
+                ("forwarded_moves", "Moves played on a game another node owns",
+                 stats.forwarded_moves),
                 ("takeovers", "Games taken over from another node", stats.takeovers),
                 ("games_lost", "Games lost to another node (lease or epoch)", stats.lost),
                 ("events_published", "Game events published to other nodes",
@@ -622,6 +625,8 @@ class ClusterNode:
         reply = await self.call_owner(game_id, "game", body)
         if not isinstance(reply, dict):
             return None
+        if op == "move":
+            self.stats.forwarded_moves += 1
         remote = self.remote.get(game_id)
         events = [(seq, frame) for seq, frame in reply.get("ev", ())]
         if remote is not None:
