@@ -546,6 +546,7 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
     timed stage by stage by ``tests/tools/movecost.py`` (from a source checkout: the tool
     is not installed)."""
     db_url = db_url or f"sqlite+aiosqlite:///{workdir / (name + '.db')}"
+    (workdir / f"{name}.port").unlink(missing_ok=True)  # an earlier server's of the run
     module = (["-m", "server"] if stages is None
               else ["-m", "tests.tools.movecost", str(stages)])
     args = [*module, "serve", "--port", "0", "--db", db_url,
@@ -567,8 +568,8 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
     """One process under the load, on SQLite, or on PostgreSQL in ``schema`` (whose
     backends' CPU over the window is counted too)."""
     stages = workdir / "stages.json" if breakdown else None
-    server, db_url = _serve(workdir, "server", loop, stages,
-                            None if schema is None else schema.db_url)
+    server, db_url = _serve(workdir, "server" if schema is None else "server-pg", loop,
+                            stages, None if schema is None else schema.db_url)
     cpu: list[float] = []
     backends: list[dict[int, float]] = []
 
