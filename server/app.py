@@ -227,7 +227,8 @@ async def running_server(settings: Settings, cluster: ClusterNode | None = None
                 close_timeout=settings.close_timeout,
                 max_queue=16, server_header=None, reuse_port=settings.reuse_port,
                 backlog=settings.accept_batch,
-                create_connection=wsio.reporting_connection(app.admission.handshakes.accepted),
+                create_connection=wsio.reporting_connection(app.admission.accepted,
+                                                            app.admission.lost),
             ) as ws_server:
                 wsio.accept_in_batches(ws_server, settings.listen_backlog)
                 port = next(iter(ws_server.sockets)).getsockname()[1]

@@ -9,11 +9,12 @@ and an idle connection owns no writer task. :func:`flush` is a copy of websocket
 ``Connection.send_data`` that joins the bytes first.
 
 The caps on connections (:mod:`server.admission`) need two more hooks, also here:
-:func:`on_connection_lost` (``Connection.connection_lost_waiter``) and
-:func:`reporting_connection` (``serve``'s ``create_connection`` and
-``ServerConnection.connection_made``). And a lost connection's reference cycles are broken
-here (:func:`release`, from ``connection_lost``), so that it is freed at once rather than
-by the cyclic garbage collector.
+:func:`reporting_connection` (``serve``'s ``create_connection``, with
+``ServerConnection.connection_made`` and ``connection_lost``: a method call each, no
+callback object per connection) and :func:`is_lost` (``Connection.connection_lost_waiter``).
+And a lost connection's reference cycles are broken here (:func:`release`, from
+``connection_lost``), so that it is freed at once rather than by the cyclic garbage
+collector.
 
 This relies on websockets 17's ``Connection.protocol`` (``send_binary``, ``data_to_send``,
 ``state``, ``parser``, ``parser_exc``), ``Connection.transport`` (and asyncio's
@@ -95,15 +96,11 @@ class Outbox:
             flush_one()
 
 
-def on_connection_lost(ws: Connection, callback: Callable[[], None]) -> None:
-    """Call ``callback`` once the connection's transport is gone, whatever ended it (the
-    handshake failed or timed out, the handler returned, the peer vanished): websockets'
-    ``Connection.connection_lost_waiter`` is resolved exactly once, in ``connection_lost``."""
+def is_lost(ws: Connection) -> bool:
+    """Whether the connection's transport is gone already (websockets'
+    ``Connection.connection_lost_waiter`` is resolved exactly once, in ``connection_lost``)."""
     waiter: asyncio.Future[None] = ws.connection_lost_waiter
-    if waiter.done():
-        callback()
-        return
-    waiter.add_done_callback(lambda _: callback())
+    return waiter.done()
 
 
 async def until_lost(ws: Connection, timeout_s: float) -> None:
@@ -113,11 +110,13 @@ async def until_lost(ws: Connection, timeout_s: float) -> None:
         await asyncio.wait((waiter,), timeout=timeout_s)
 
 
-def reporting_connection(accepted: Callable[[ServerConnection], None]
+def reporting_connection(accepted: Callable[[ServerConnection], None],
+                         lost: Callable[[ServerConnection], None] = lambda _: None,
                          ) -> type[ServerConnection]:
     """A ``ServerConnection`` class (websockets.serve's ``create_connection``) that calls
     ``accepted`` with each connection as soon as its socket is accepted, before it has sent
-    anything."""
+    anything, and ``lost`` once its transport is gone, whatever ended it (the handshake
+    failed or timed out, the handler returned, the peer vanished): once each, in order."""
 
     class Reported(ServerConnection):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -127,6 +126,7 @@ def reporting_connection(accepted: Callable[[ServerConnection], None]
         def connection_lost(self, exc: Exception | None) -> None:
             super().connection_lost(exc)
             release(self)
+            lost(self)
 
     return Reported
 

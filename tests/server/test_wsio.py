@@ -65,25 +65,25 @@ async def test_a_live_connection_has_what_wsio_reaches_for(server: Live) -> None
 
 async def test_connection_lost_waiter_and_create_connection_are_what_wsio_uses(
         server: Live) -> None:
-    """``on_connection_lost`` hangs on ``Connection.connection_lost_waiter`` (resolved once,
-    in ``connection_made``'s counterpart); ``reporting_connection`` on ``serve``'s
-    ``create_connection`` and ``ServerConnection.connection_made``."""
+    """``is_lost`` reads ``Connection.connection_lost_waiter`` (resolved once, in
+    ``connection_lost``); ``reporting_connection`` hangs on ``serve``'s
+    ``create_connection``, ``ServerConnection.connection_made`` and ``connection_lost``:
+    the admission hears of a connection's loss at once, with no callback of its own."""
     assert "create_connection" in inspect.signature(websockets.serve).parameters
+    admission = server.running.app.admission
     client = await server.clients.guest()
     (session,) = [s for s in server.running.app.sessions
                   if s.user is not None and s.user.name == client.name]
     ws = session.ws
     assert type(ws).__name__ == "Reported"  # made by wsio.reporting_connection
-    lost: list[bool] = []
-    wsio.on_connection_lost(ws, lambda: lost.append(True))
-    assert not lost
+    assert not wsio.is_lost(ws) and ws in admission.admitted
+    assert not ws.connection_lost_waiter._callbacks
+    held = admission.total
     await client.close()
     await ws.wait_closed()
     await ws.connection_lost_waiter
-    await asyncio.sleep(0)  # the future's callbacks run in the loop turn after it is set
-    assert lost == [True]
-    wsio.on_connection_lost(ws, lambda: lost.append(True))  # already lost: called at once
-    assert lost == [True, True]
+    assert wsio.is_lost(ws)
+    assert ws not in admission.admitted and admission.total == held - 1
 
 
 def _live(kinds: tuple[type, ...]) -> dict[str, int]:
