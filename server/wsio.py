@@ -8,6 +8,9 @@ framed for that connection to its transport in ONE write (:class:`Outbox`): a mo
 and an idle connection owns no writer task. :func:`flush` is a copy of websockets'
 ``Connection.send_data`` that joins the bytes first.
 
+An open connection lets go of its opening handshake's response
+(:func:`forget_handshake`, from ``ServerConnection.handshake``).
+
 The caps on connections (:mod:`server.admission`) need two more hooks, also here:
 :func:`reporting_connection` (``serve``'s ``create_connection``, with
 ``ServerConnection.connection_made`` and ``connection_lost``: a method call each, no
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from websockets.asyncio.connection import Connection
 from websockets.asyncio.server import Server, ServerConnection
@@ -123,12 +127,26 @@ def reporting_connection(accepted: Callable[[ServerConnection], None],
             super().connection_made(transport)
             accepted(self)
 
+        async def handshake(self, *args: Any, **kwargs: Any) -> None:
+            await super().handshake(*args, **kwargs)
+            forget_handshake(self)
+
         def connection_lost(self, exc: Exception | None) -> None:
             super().connection_lost(exc)
             release(self)
             lost(self)
 
     return Reported
+
+
+def forget_handshake(ws: ServerConnection) -> None:
+    """Let go of the opening handshake's HTTP response once it is over: its headers are
+    about 1.4 KB of small objects that every open connection would keep for its whole life,
+    and nothing reads them after the handshake. (The request stays: websockets reads
+    ``request is None`` as "the request is still to come", and its parser's suspended
+    generator holds the request anyway.)"""
+    if ws.protocol.state is State.OPEN:
+        ws.response = None
 
 
 def release(ws: Connection) -> None:

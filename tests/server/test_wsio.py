@@ -67,8 +67,9 @@ async def test_connection_lost_waiter_and_create_connection_are_what_wsio_uses(
         server: Live) -> None:
     """``is_lost`` reads ``Connection.connection_lost_waiter`` (resolved once, in
     ``connection_lost``); ``reporting_connection`` hangs on ``serve``'s
-    ``create_connection``, ``ServerConnection.connection_made`` and ``connection_lost``:
-    the admission hears of a connection's loss at once, with no callback of its own."""
+    ``create_connection``, ``ServerConnection.connection_made``, ``handshake`` and
+    ``connection_lost``: an open connection keeps no handshake, and the admission hears of
+    its loss at once, with no callback of its own."""
     assert "create_connection" in inspect.signature(websockets.serve).parameters
     admission = server.running.app.admission
     client = await server.clients.guest()
@@ -76,6 +77,7 @@ async def test_connection_lost_waiter_and_create_connection_are_what_wsio_uses(
                   if s.user is not None and s.user.name == client.name]
     ws = session.ws
     assert type(ws).__name__ == "Reported"  # made by wsio.reporting_connection
+    assert ws.request is not None and ws.response is None  # let go of once it is open
     assert not wsio.is_lost(ws) and ws in admission.admitted
     assert not ws.connection_lost_waiter._callbacks
     held = admission.total
