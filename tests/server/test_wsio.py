@@ -11,6 +11,7 @@ import asyncio
 import gc
 import hashlib
 import inspect
+import re
 import socket
 import weakref
 from asyncio import selector_events
@@ -78,6 +79,11 @@ async def test_connection_lost_waiter_and_create_connection_are_what_wsio_uses(
     ws = session.ws
     assert type(ws).__name__ == "Reported"  # made by wsio.reporting_connection
     assert ws.request is not None and ws.response is None  # let go of once it is open
+    assert ws.drain_waiters == []  # a list: websockets only appends, removes, iterates
+    source = inspect.getsource(type(ws).__mro__[1])  # websockets' ServerConnection...
+    source += inspect.getsource(type(ws).__mro__[2])  # ... and Connection
+    uses = re.findall(r"drain_waiters(\.\w+|\b)", source)
+    assert set(uses) <= {"", ".append", ".remove"}, uses
     assert not wsio.is_lost(ws) and ws in admission.admitted
     assert not ws.connection_lost_waiter._callbacks
     held = admission.total
