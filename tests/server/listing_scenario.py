@@ -9,12 +9,14 @@ the same everywhere and hold what was played.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Sequence
 from typing import Any
 
 import engine
 import protocol as p
+from clients.connection import ServerError
 
 from .support import Clients, Game, Player, start_game
 
@@ -42,11 +44,26 @@ async def rated_game(a: Player, b: Player) -> Game:
                 engine.new_game("hadron", **snapshot.options))
 
 
+async def patient_list(conn: Any, **fields: Any) -> p.GameList:
+    """``list_games``, asked again after ``retry_after_ms`` when the connection's request
+    budget is spent (the scenario asks a few hundred listings on one connection)."""
+    while True:
+        try:
+            reply = await conn.call(p.ListGames, **fields)
+        except ServerError as exc:
+            if exc.code != "rate_limited":
+                raise
+            await asyncio.sleep((exc.retry_after_ms or 100) / 1000)
+            continue
+        assert isinstance(reply, p.GameList)
+        return reply
+
+
 async def pages(conn: Any, limit: int, **filters: Any) -> list[tuple[p.Summary, ...]]:
     """Every page of one listing, following ``next_cursor``."""
     found, cursor = [], None
     while True:
-        reply = await conn.call(p.ListGames, limit=limit, cursor=cursor, **filters)
+        reply = await patient_list(conn, limit=limit, cursor=cursor, **filters)
         assert isinstance(reply, p.GameList)
         found.append(tuple(reply.games))
         cursor = reply.next_cursor
