@@ -90,7 +90,7 @@ class App:
         self.lobby = Lobby(settings)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
                            on_rated=self._rated)
-        self.history = History(self.games, self.store)
+        self.history = History(self.store, settings.rating_period_s)
         rematches = Rematches(self.games, self.lobby, self._start)
         self.lobby.on_left.append(rematches.member_left)
         self.rematches: RematchOffers = rematches  # a cluster node's are its own
@@ -260,8 +260,8 @@ async def _running_server(settings: Settings, cluster: ClusterNode | None,
                     close_timeout=settings.close_timeout,
                     max_queue=16, server_header=None, reuse_port=settings.reuse_port,
                     backlog=settings.accept_batch,
-                    create_connection=wsio.reporting_connection(
-                        app.admission.handshakes.accepted))
+                    create_connection=wsio.reporting_connection(app.admission.accepted,
+                                                                app.admission.lost))
             except OSError as exc:
                 raise CannotListen(listen_problem(settings.host, settings.port, exc)) from None
             async with serving as ws_server:

@@ -26,6 +26,7 @@ import protocol as p
 
 from .lobby import Lobby, Member, Offer
 from .rooms import GameRoom
+from .tasks import checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class Ladder:
     async def run(self, every_s: float) -> None:
         """Pair a round every ``every_s`` seconds, until cancelled."""
         while True:
+            checkpoint()
             await asyncio.sleep(every_s)
             try:
                 await self.play_round()
