@@ -3,7 +3,8 @@
 All on this machine's loopback:
 
 1. the server, started as shipped (``python -m server serve`` on a fresh SQLite file with
-   ``synchronous=FULL``);
+   ``synchronous=FULL``; with ``--db PG_URL``, on a PostgreSQL schema of the run's own,
+   whose backends' CPU is counted with the server's);
 2. the load generator, split over ``--procs`` processes (2 by default, so that it is not
    one Python process that runs out of CPU first): K concurrent games between pairs of
    clients that answer at once (or after ``--think-ms``) with a random legal move, cycling
@@ -30,6 +31,12 @@ Latency under a given load is measured with a think time; docs/PERFORMANCE.md ha
 ``--rated`` plays rated games between registered players instead of casual games between
 guests (the accounts are made before the clock starts): each game's end then also updates
 both players' ratings in its transaction (docs/RATINGS.md compares the two).
+
+``--nodes N`` runs the same load on a cluster of N nodes (players on nodes at random), then
+on one process on SQLite, then on one process on the same PostgreSQL, all in one run: the
+CPU per move of each (the cluster's: nodes, Redis and PostgreSQL backends; the PostgreSQL
+process's: the process and its backends) and the share of the cluster's moves that crossed
+nodes (played on a game another node owns: the nodes' ``tessera_cluster_forwarded_moves``).
 """
 
 from __future__ import annotations
@@ -46,20 +53,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+import urllib.request
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import websockets
+from sqlalchemy.engine import make_url
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 import engine
 import protocol as p
 
-from .privatecluster import DEFAULT_DB, PrivateCluster
+from .privatecluster import DEFAULT_DB, PrivateCluster, PrivateSchema, backends_cpu_s
 
 GAMES: list[tuple[str, dict[str, Any]]] = [
     ("hadron", {"size": 5}),
@@ -531,11 +540,13 @@ def _run_loadgens(mode: str, url: str, workdir: Path, shares: list[int], seconds
 BENCH_CONNECTIONS_PER_ADDRESS = 1_000_000  # the open-files limit still caps the total
 
 
-def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = None
-           ) -> tuple[Proc, str]:
-    """The server as shipped; with ``stages``, timed stage by stage by
-    ``tests/tools/movecost.py`` (from a source checkout: the tool is not installed)."""
-    db_url = f"sqlite+aiosqlite:///{workdir / (name + '.db')}"
+def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = None,
+           db_url: str | None = None) -> tuple[Proc, str]:
+    """The server as shipped, on a fresh SQLite file (or ``db_url``); with ``stages``,
+    timed stage by stage by ``tests/tools/movecost.py`` (from a source checkout: the tool
+    is not installed)."""
+    db_url = db_url or f"sqlite+aiosqlite:///{workdir / (name + '.db')}"
+    (workdir / f"{name}.port").unlink(missing_ok=True)  # an earlier server's of the run
     module = (["-m", "server"] if stages is None
               else ["-m", "tests.tools.movecost", str(stages)])
     args = [*module, "serve", "--port", "0", "--db", db_url,
@@ -552,13 +563,20 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
 
 def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms: float,
                     loop: str | None, workdir: Path, breakdown: bool = False,
-                    rated: bool = False) -> dict[str, Any]:
+                    rated: bool = False, schema: PrivateSchema | None = None
+                    ) -> dict[str, Any]:
+    """One process under the load, on SQLite, or on PostgreSQL in ``schema`` (whose
+    backends' CPU over the window is counted too)."""
     stages = workdir / "stages.json" if breakdown else None
-    server, db_url = _serve(workdir, "server", loop, stages)
+    server, db_url = _serve(workdir, "server" if schema is None else "server-pg", loop,
+                            stages, None if schema is None else schema.db_url)
     cpu: list[float] = []
+    backends: list[dict[int, float]] = []
 
     def window(edge: signal.Signals) -> None:
         cpu.append(server.cpu_s())
+        if schema is not None:
+            backends.append(asyncio.run(schema.backend_cpu_by_pid()))
         if stages is not None:
             server.popen.send_signal(edge)
 
@@ -585,8 +603,16 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
             codes[code] = codes.get(code, 0) + n
     server_cpu = cpu[1] - cpu[0]
     moves = sum(len(part["acked"]) for part in parts)
-    extra = {} if stages is None else {"breakdown_us_per_move": _breakdown(stages, moves)}
+    extra: dict[str, Any] = {} if stages is None else {
+        "breakdown_us_per_move": _breakdown(stages, moves)}
+    if schema is not None:
+        pg_cpu = backends_cpu_s(*backends)
+        extra.update(postgres_cpu_s=round(pg_cpu, 2),
+                     postgres_cpu_us_per_move=round(pg_cpu / moves * 1e6, 1) if moves else 0.0,
+                     cpu_us_per_move=round((server_cpu + pg_cpu) / moves * 1e6, 1)
+                     if moves else 0.0)
     return {
+        "db": "sqlite" if schema is None else "postgresql",
         "elapsed_s": max(part["elapsed_s"] for part in parts),
         "games": sum(part["games"] for part in parts),
         "moves": moves,
@@ -621,21 +647,23 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
                                           str(BENCH_CONNECTIONS_PER_ADDRESS))) as cluster:
         for node in cluster.nodes:
             await asyncio.to_thread(node.start)
-        readings: list[tuple[float, float, dict[int, float]]] = []
+        readings: list[tuple[float, float, dict[int, float], float]] = []
 
         def reading() -> None:
             pg = asyncio.run_coroutine_threadsafe(cluster.postgres_cpu_by_pid(), loop)
             redis = asyncio.run_coroutine_threadsafe(cluster.redis_cpu_s(), loop)
-            readings.append((cluster.node_cpu_s(), redis.result(30), pg.result(30)))
+            crossed = sum(_counter(node.port, "tessera_cluster_forwarded_moves_total")
+                          for node in cluster.nodes)
+            readings.append((cluster.node_cpu_s(), redis.result(30), pg.result(30), crossed))
 
         parts = await asyncio.to_thread(
             _run_loadgens, "games", ",".join(cluster.urls), workdir, _shares(games, procs),
             seconds, on_start=reading, on_stop=reading, seed=seed, think_ms=think_ms,
             rated=rated)
         stored = await asyncio.to_thread(_stored_moves, cluster.db_url)
-    (node0, redis0, pg0), (node1, redis1, pg1) = readings
+    (node0, redis0, pg0, crossed0), (node1, redis1, pg1, crossed1) = readings
     node_cpu, redis_cpu = node1 - node0, redis1 - redis0
-    pg_cpu = sum(cpu - pg0.get(pid, 0.0) for pid, cpu in pg1.items())
+    pg_cpu = backends_cpu_s(pg0, pg1)
     moves = sum(len(part["acked"]) for part in parts)
     acked = {(g, ply) for part in parts for g, ply in part["acked"]}
     latencies = sorted(ms for part in parts for ms in part["latencies_ms"])
@@ -661,9 +689,35 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
         "nodes_cpu_us_per_move": per_move(node_cpu),
         "redis_cpu_us_per_move": per_move(redis_cpu),
         "postgres_cpu_us_per_move": per_move(pg_cpu),
+        "crossed_moves": int(crossed1 - crossed0),
+        "crossed_share": round((crossed1 - crossed0) / moves, 3) if moves else 0.0,
         "private_redis": cluster.private_redis,
         "loadgen_cpu_s": round(sum(part["cpu_s"] for part in parts), 2),
     }
+
+
+def _counter(port: int, name: str) -> float:
+    """A counter's value from a server's ``/metrics`` (0 if it has none)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as reply:
+        for line in reply.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return 0.0
+
+
+@contextlib.contextmanager
+def _postgres(admin_url: str | None) -> Iterator[PrivateSchema | None]:
+    """A PostgreSQL schema of the run's own on ``admin_url`` (dropped after); None for
+    None (SQLite)."""
+    if admin_url is None:
+        yield None
+        return
+    schema = PrivateSchema(admin_url)
+    asyncio.run(schema.__aenter__())
+    try:
+        yield schema
+    finally:
+        asyncio.run(schema.__aexit__(None, None, None))
 
 
 def _breakdown(stages: Path, moves: int) -> dict[str, float]:
@@ -693,9 +747,9 @@ def run_echo_bench(connections: int, seconds: float, procs: int, workdir: Path
         echo.popen.wait()
 
 
-def run_idle_bench(connections: int, procs: int, loop: str | None, workdir: Path
-                   ) -> dict[str, Any]:
-    server, _ = _serve(workdir, "idle", loop)
+def run_idle_bench(connections: int, procs: int, loop: str | None, workdir: Path,
+                   db_url: str | None = None) -> dict[str, Any]:
+    server, _ = _serve(workdir, "idle", loop, db_url=db_url)
     try:
         url = f"ws://127.0.0.1:{server.port}/ws"
         # warm up: a few connections so lazily built structures exist before the baseline
@@ -767,25 +821,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=0,
                         help="instead: a cluster of this many nodes on PostgreSQL and Redis "
                              "(players on nodes at random), then the one-process server with "
-                             "the same load: cluster_cpu_us_per_move (nodes, Redis, PostgreSQL "
-                             "backends) and single_cpu_us_per_move; no echo ceiling")
-    parser.add_argument("--db", default=DEFAULT_DB,
-                        help="with --nodes: the PostgreSQL server (a schema of the run's own "
-                             "is made and dropped; default: %(default)s)")
+                             "the same load on SQLite, then on the same PostgreSQL: "
+                             "cluster_cpu_us_per_move (nodes, Redis, PostgreSQL backends), "
+                             "single_cpu_us_per_move, pg_single_cpu_us_per_move (the process "
+                             "and its backends) and crossed_share; no echo ceiling")
+    parser.add_argument("--db", default=None, metavar="PG_URL",
+                        help="the PostgreSQL server to run on (a schema of the run's own is "
+                             "made and dropped): without --nodes the one process runs on it "
+                             "instead of SQLite; with --nodes default: " + DEFAULT_DB)
     parser.add_argument("--cluster", default=None, metavar="REDIS_URL",
                         help="with --nodes: the Redis to use; default: a private redis-server "
                              "on a free port (so that its CPU is the run's alone)")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     opts = parser.parse_args(args)
+    if opts.db is not None and make_url(opts.db).get_backend_name() != "postgresql":
+        parser.error(f"--db {opts.db!r} is not a PostgreSQL URL: use "
+                     "postgresql+asyncpg://USER@HOST/DB (without --db the one process runs "
+                     "on a fresh SQLite file)")
+    if opts.cluster is not None and not opts.nodes:
+        parser.error("--cluster is the Redis of a --nodes run: give --nodes N with it")
     raise_fd_limit()  # the server and load generators inherit it
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as tmp:
         workdir = Path(tmp)
         if opts.nodes:
+            pg_url = opts.db or DEFAULT_DB
             result = asyncio.run(run_cluster_games_bench(
                 opts.nodes, opts.games, opts.seconds, opts.seed, opts.procs, opts.think_ms,
-                workdir, opts.db, opts.cluster, opts.rated))
+                workdir, pg_url, opts.cluster, opts.rated))
             single = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
                                      opts.think_ms, opts.loop, workdir, rated=opts.rated)
+            with _postgres(pg_url) as schema:
+                on_pg = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
+                                        opts.think_ms, opts.loop, workdir, rated=opts.rated,
+                                        schema=schema)
             result.update(
                 single_moves_per_s=round(single["moves"] / single["elapsed_s"], 1),
                 single_p50_ms=round(single["p50_ms"], 2),
@@ -796,17 +864,31 @@ def main(argv: list[str] | None = None) -> int:
                 cluster_over_single=round(result["cluster_cpu_us_per_move"]
                                           / single["server_cpu_us_per_move"], 2)
                 if single["server_cpu_us_per_move"] else 0.0,
+                pg_single_moves_per_s=round(on_pg["moves"] / on_pg["elapsed_s"], 1),
+                pg_single_p50_ms=round(on_pg["p50_ms"], 2),
+                pg_single_p99_ms=round(on_pg["p99_ms"], 2),
+                pg_single_errors=on_pg["errors"], pg_single_error_codes=on_pg["error_codes"],
+                pg_single_lost=on_pg["lost"],
+                pg_single_cpu_us_per_move=on_pg["cpu_us_per_move"],
+                pg_single_server_cpu_us_per_move=on_pg["server_cpu_us_per_move"],
+                pg_single_postgres_cpu_us_per_move=on_pg["postgres_cpu_us_per_move"],
+                cluster_over_pg_single=round(result["cluster_cpu_us_per_move"]
+                                             / on_pg["cpu_us_per_move"], 2)
+                if on_pg["cpu_us_per_move"] else 0.0,
                 think_ms=opts.think_ms, loadgen_procs=opts.procs, rated=opts.rated)
         elif opts.idle:
-            result = run_idle_bench(opts.idle, opts.procs, opts.loop, workdir)
+            with _postgres(opts.db) as schema:
+                result = run_idle_bench(opts.idle, opts.procs, opts.loop, workdir,
+                                        None if schema is None else schema.db_url)
         else:
             # The echo runs half before and half after the games, so that a machine whose
             # speed drifts (other work starting or ending) weighs on both sides alike.
             half = opts.seconds / 2
             before = run_echo_bench(2 * opts.games, half, opts.procs, workdir)
-            result = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
-                                     opts.think_ms, opts.loop, workdir, opts.breakdown,
-                                     opts.rated)
+            with _postgres(opts.db) as schema:
+                result = run_games_bench(opts.games, opts.seconds, opts.seed, opts.procs,
+                                         opts.think_ms, opts.loop, workdir, opts.breakdown,
+                                         opts.rated, schema)
             after = run_echo_bench(2 * opts.games, half, opts.procs, workdir)
             mps = result["moves"] / result["elapsed_s"]
             eps = ((before["roundtrips"] + after["roundtrips"])

@@ -1,7 +1,8 @@
 """A cluster of Tessera nodes of a tool's own: ``tessera chaos --nodes`` and ``bench --nodes``.
 
 Everything it makes it removes: a PostgreSQL schema and a login role of the same name (the
-role's ``search_path`` is the schema, so the nodes are configured by URL alone), a cluster
+role's ``search_path`` is the schema, so the nodes are configured by URL alone:
+:class:`PrivateSchema`, which ``bench --db`` also uses for one process), a cluster
 name of its own in Redis (its keys deleted at the end) or a private ``redis-server`` on a
 free port, and N node processes (``python -m server serve --cluster ...``, each a
 :class:`~clients.localserver.LocalServer`: started, killed, started again on its port).
@@ -42,6 +43,66 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class PrivateSchema:
+    """A PostgreSQL schema and a login role of the same name, of a tool's own: made by
+    ``async with``, dropped (its connections ended) on exit; ``db_url`` logs in as the role.
+
+    ``backend_cpu_by_pid`` reads the CPU of the backends serving the role (the server's
+    shared background processes, such as its WAL writer, are not counted).
+    """
+
+    def __init__(self, admin_url: str = DEFAULT_DB) -> None:
+        self.admin_url = admin_url
+        self.role = f"tessera_tool_{uuid.uuid4().hex[:12]}"
+        self.db_url = ""
+
+    async def __aenter__(self) -> PrivateSchema:
+        admin = make_url(self.admin_url)
+        password = f" PASSWORD '{admin.password}'" if admin.password else ""
+        engine = create_async_engine(self.admin_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(text(f'CREATE ROLE "{self.role}" LOGIN{password}'))
+                await conn.execute(text(
+                    f'CREATE SCHEMA "{self.role}" AUTHORIZATION "{self.role}"'))
+                await conn.execute(text(
+                    f'ALTER ROLE "{self.role}" SET search_path = "{self.role}"'))
+        finally:
+            await engine.dispose()
+        self.db_url = admin.set(username=self.role).render_as_string(hide_password=False)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        engine = create_async_engine(self.admin_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(text("SELECT pg_terminate_backend(pid) FROM "
+                                        "pg_stat_activity WHERE usename = :role"),
+                                   {"role": self.role})
+                await conn.execute(text(f'DROP SCHEMA IF EXISTS "{self.role}" CASCADE'))
+                await conn.execute(text(f'DROP ROLE IF EXISTS "{self.role}"'))
+        finally:
+            await engine.dispose()
+
+    async def backend_cpu_by_pid(self) -> dict[int, float]:
+        """CPU seconds so far of each PostgreSQL backend serving the role."""
+        engine = create_async_engine(self.admin_url)
+        try:
+            async with engine.connect() as conn:
+                pids = (await conn.execute(text(
+                    "SELECT pid FROM pg_stat_activity WHERE usename = :role"),
+                    {"role": self.role})).scalars().all()
+        finally:
+            await engine.dispose()
+        return {pid: proc_cpu_s(pid) for pid in pids}
+
+
+def backends_cpu_s(before: dict[int, float], after: dict[int, float]) -> float:
+    """The CPU the backends spent between two ``backend_cpu_by_pid`` readings (a backend
+    that started between them counts from 0)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+
+
 class PrivateCluster:
     """See the module docstring. ``async with PrivateCluster(...) as c: c.start_node(0)``."""
 
@@ -49,10 +110,8 @@ class PrivateCluster:
                  redis_url: str | None = None, lease_ms: int = 5000,
                  extra_args: tuple[str, ...] = ()) -> None:
         self.workdir = workdir
-        self.admin_url = db_url
+        self.schema = PrivateSchema(db_url)
         self.name = f"tool-{uuid.uuid4().hex[:10]}"
-        self.role = f"tessera_tool_{uuid.uuid4().hex[:12]}"
-        self.db_url = ""
         self._given_redis = redis_url
         self.redis_url = redis_url or ""
         self._redis_proc: subprocess.Popen[bytes] | None = None
@@ -60,6 +119,10 @@ class PrivateCluster:
         self.extra_args = extra_args
         self.count = nodes
         self.nodes: list[LocalServer] = []
+
+    @property
+    def db_url(self) -> str:
+        return self.schema.db_url
 
     @property
     def urls(self) -> list[str]:
@@ -70,7 +133,7 @@ class PrivateCluster:
         return f"tessera:{self.name}:"
 
     async def __aenter__(self) -> PrivateCluster:
-        await self._create_schema()
+        await self.schema.__aenter__()
         if self._given_redis is None:
             self._start_redis()
         for index in range(self.count):
@@ -89,7 +152,7 @@ class PrivateCluster:
             self._redis_proc.wait()
         else:
             await self._delete_keys()
-        await self._drop_schema()
+        await self.schema.__aexit__(*exc)
 
     def node_cpu_s(self) -> float:
         return sum(proc_cpu_s(node.pid) for node in self.nodes if node.pid is not None)
@@ -110,45 +173,10 @@ class PrivateCluster:
         return self._redis_proc is not None
 
     async def postgres_cpu_by_pid(self) -> dict[int, float]:
-        """CPU seconds so far of each PostgreSQL backend serving this cluster's role."""
-        engine = create_async_engine(self.admin_url)
-        try:
-            async with engine.connect() as conn:
-                pids = (await conn.execute(text(
-                    "SELECT pid FROM pg_stat_activity WHERE usename = :role"),
-                    {"role": self.role})).scalars().all()
-        finally:
-            await engine.dispose()
-        return {pid: proc_cpu_s(pid) for pid in pids}
+        """CPU seconds so far of each PostgreSQL backend serving this cluster."""
+        return await self.schema.backend_cpu_by_pid()
 
     # -- setup ---------------------------------------------------------------------------
-    async def _create_schema(self) -> None:
-        admin = make_url(self.admin_url)
-        password = f" PASSWORD '{admin.password}'" if admin.password else ""
-        engine = create_async_engine(self.admin_url)
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(text(f'CREATE ROLE "{self.role}" LOGIN{password}'))
-                await conn.execute(text(
-                    f'CREATE SCHEMA "{self.role}" AUTHORIZATION "{self.role}"'))
-                await conn.execute(text(
-                    f'ALTER ROLE "{self.role}" SET search_path = "{self.role}"'))
-        finally:
-            await engine.dispose()
-        self.db_url = admin.set(username=self.role).render_as_string(hide_password=False)
-
-    async def _drop_schema(self) -> None:
-        engine = create_async_engine(self.admin_url)
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(text("SELECT pg_terminate_backend(pid) FROM "
-                                        "pg_stat_activity WHERE usename = :role"),
-                                   {"role": self.role})
-                await conn.execute(text(f'DROP SCHEMA IF EXISTS "{self.role}" CASCADE'))
-                await conn.execute(text(f'DROP ROLE IF EXISTS "{self.role}"'))
-        finally:
-            await engine.dispose()
-
     def _start_redis(self) -> None:
         if shutil.which("redis-server") is None:
             self.redis_url = DEFAULT_REDIS

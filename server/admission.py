@@ -9,8 +9,9 @@ cap. An upgrade over a cap is refused before the websocket opens, with an HTTP s
 already, 503 when the server holds ``max_connections``.
 
 A connection is counted from the moment its upgrade is admitted until its transport is gone
-(:func:`server.wsio.on_connection_lost`), so a handshake that fails after admission, a
-connection closed by a deadline and one whose peer vanished are all given back.
+(:meth:`Admission.lost`, from :func:`server.wsio.reporting_connection`), so a handshake that
+fails after admission, a connection closed by a deadline and one whose peer vanished are all
+given back.
 
 Before its HTTP request a connection is only a socket, and a flood of sockets that never
 send anything would hold files until websockets' handshake timeout (10 s): enough of them
@@ -96,7 +97,6 @@ class Handshakes:
         now = time.monotonic()
         self.waiting[connection] = now
         self.peak = max(self.peak, len(self.waiting))
-        wsio.on_connection_lost(connection, lambda: self._lost(connection))
         if len(self.waiting) <= self.limit:
             return
         room = self.room()
@@ -112,7 +112,8 @@ class Handshakes:
         """Its request came (or it is gone): no longer waiting."""
         self.waiting.pop(connection, None)
 
-    def _lost(self, connection: ServerConnection) -> None:
+    def lost(self, connection: ServerConnection) -> None:
+        """Its transport is gone."""
         self.requested(connection)
         self.closed += 1
 
@@ -132,14 +133,15 @@ class Handshakes:
 class Admission:
     """Open websockets by address and in all; admits or refuses each upgrade."""
 
-    __slots__ = ("by_address", "fd_reserve", "files", "handshakes", "peak", "per_address",
-                 "refused", "total", "total_cap")
+    __slots__ = ("admitted", "by_address", "fd_reserve", "files", "handshakes", "peak",
+                 "per_address", "refused", "total", "total_cap")
 
     def __init__(self, settings: Settings, files: int | None,
                  evicted: Callable[[], None] = lambda: None) -> None:
         self.per_address = settings.max_connections_per_address
         self.total_cap = total_cap(settings, files)
         self.by_address: dict[str, int] = {}  # only addresses with a connection open
+        self.admitted: dict[ServerConnection, str] = {}  # counted now, with their address
         self.total = 0
         self.peak = 0  # the most open at once since the last take_peak()
         self.refused = {"address": 0, "total": 0}
@@ -170,13 +172,29 @@ class Admission:
         self.by_address[address] = held + 1
         self.total += 1
         self.peak = max(self.peak, self.total)
-        wsio.on_connection_lost(connection, lambda: self._release(address))
+        if wsio.is_lost(connection):  # gone while its request was read: given back at once
+            self._release(address)
+        else:
+            self.admitted[connection] = address
         return None
+
+    def accepted(self, connection: ServerConnection) -> None:
+        """A socket was accepted (``wsio.reporting_connection``): it waits for its request."""
+        self.handshakes.accepted(connection)
+
+    def lost(self, connection: ServerConnection) -> None:
+        """A connection's transport is gone (``wsio.reporting_connection``): no longer
+        waiting, and given back if it was counted."""
+        self.handshakes.lost(connection)
+        address = self.admitted.pop(connection, None)
+        if address is not None:
+            self._release(address)
 
     def compact(self) -> None:
         """Rebuild the tables at their present size: after a flood from many addresses
         ``by_address`` would keep the flood's size, as dicts do not shrink."""
         self.by_address = dict(self.by_address)
+        self.admitted = dict(self.admitted)
         self.handshakes.compact()
 
     def take_peak(self) -> int:

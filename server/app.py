@@ -97,7 +97,7 @@ class App:
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
                            self.placement, on_rated=self._rated)
         self.lobby = Lobby(settings, self.members, topology, self.games, self.store)
-        self.history = History(self.games, self.store)
+        self.history = History(self.store, settings.rating_period_s)
         self.rematches = Rematches(self.games, self.lobby, topology.rematches)
         self.ladder = Ladder(topology.roster, self._start_ladder_game, self._online_ids,
                              self.store.ratings.of_users, self.placement.playing_counts,
@@ -271,8 +271,8 @@ async def _running_server(settings: Settings, topology: Topology,
                     close_timeout=settings.close_timeout,
                     max_queue=16, server_header=None, reuse_port=settings.reuse_port,
                     backlog=settings.accept_batch,
-                    create_connection=wsio.reporting_connection(
-                        app.admission.handshakes.accepted))
+                    create_connection=wsio.reporting_connection(app.admission.accepted,
+                                                                app.admission.lost))
             except OSError as exc:
                 raise CannotListen(listen_problem(settings.host, settings.port, exc)) from None
             async with serving as ws_server:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from protocol import ErrorCode, ProtocolError
 
 from .storage import NameTaken, Store, User
+from .tasks import checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ async def sweep_guests_forever(store: Store, ttl_s: float, interval_s: float,
     """Run :func:`sweep_guests` every ``interval_s`` (a server's background task), sparing
     ``await online()`` (the users connected anywhere: a cluster's other nodes too)."""
     while True:
+        checkpoint()
         await asyncio.sleep(interval_s)
         try:
             deleted = await sweep_guests(store, ttl_s, await online())

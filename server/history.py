@@ -1,29 +1,32 @@
-"""History: game lists (live games from memory, then finished ones from storage) and records.
+"""History: game lists (games in progress, then finished ones) and records, all from storage.
 
-``list_games`` pages through two sources with one cursor: ``L<created_ms>.<game_id>``
-within the games in progress (newest first), ``F<storage cursor>`` within the finished ones.
+``list_games`` pages through two stored sources with one cursor: ``L<storage cursor>``
+within the games in progress (newest first), ``F<storage cursor>`` within the finished
+ones. Both come from the games table, never from the rooms this process holds, so every
+node of a cluster answers a listing alike.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import protocol as p
 
 from . import wire
-from .rooms import GameRoom, refuse
+from .lifecycle import GameStatus
+from .ratings.shown import shown_then
+from .rooms import refuse
 
 if TYPE_CHECKING:
-    from .games import Games
-    from .storage import GamePage, Store
+    from .storage import GamePage, PlayingGame, PlayingPage, Store
 
 
 class History:
     """The answers to ``list_games``, ``get_game`` and the snapshot of a stored game."""
 
-    def __init__(self, games: Games, store: Store) -> None:
-        self._games = games
+    def __init__(self, store: Store, rating_period_s: float) -> None:
         self._store = store
+        self._rating_period_s = rating_period_s
 
     async def record(self, game_id: str) -> p.Record:
         stored = await self._store.get_game(game_id)
@@ -38,19 +41,20 @@ class History:
         return wire.stored_snapshot(stored)
 
     async def list_games(self, m: p.ListGames) -> p.GameList:
-        """Games in progress (from memory, newest first), then finished ones (from storage)."""
+        """Games in progress (newest first), then finished ones (newest first)."""
         want_live = m.status in (None, "playing") and m.result is None
         want_done = m.status in (None, "over")
         cursor = m.cursor
         games: list[p.Summary] = []
         if cursor is None or cursor.startswith("L"):
-            after = _live_cursor(cursor, m.id) if cursor else None
-            rooms = self._live_rooms(m.player, m.game, after) if want_live else []
-            games = [_live_summary(room) for room in rooms[:m.limit]]
-            if len(rooms) > m.limit:
-                last = rooms[m.limit - 1]
-                return p.GameList(id=m.id, games=tuple(games),
-                                  next_cursor=f"L{last.created_ms}.{last.game_id}")
+            if want_live:
+                live = await self._playing_page(m, cursor[1:] if cursor else None)
+                games = [self._playing_summary(game) for game in live.games]
+                if live.next_cursor is not None:
+                    return p.GameList(id=m.id, games=tuple(games),
+                                      next_cursor=f"L{live.next_cursor}")
+            elif cursor is not None:
+                raise p.BadRequest("list_games: not a cursor of this listing", request_id=m.id)
             done_cursor = None
         elif cursor.startswith("F") and want_done:
             done_cursor = cursor[1:] or None
@@ -67,16 +71,28 @@ class History:
         return p.GameList(id=m.id, games=tuple(games),
                           next_cursor=f"F{page.next_cursor}" if page.next_cursor else None)
 
-    def _live_rooms(self, player: str | None, game: str | None,
-                    after: tuple[int, str] | None) -> list[GameRoom]:
-        """Games in progress matching the filters, newest first, after the cursor's game."""
-        name = player.lower() if player is not None else None
-        rooms = [room for room in self._games
-                 if (game is None or room.key == game)
-                 and (name is None or any(s.name.lower() == name for s in room.players))
-                 and (after is None or (room.created_ms, room.game_id) < after)]
-        rooms.sort(key=lambda room: (room.created_ms, room.game_id), reverse=True)
-        return rooms
+    async def _playing_page(self, m: p.ListGames, cursor: str | None) -> PlayingPage:
+        try:
+            return await self._store.list_playing(player=m.player, game_key=m.game,
+                                                  limit=m.limit, cursor=cursor)
+        except ValueError as exc:
+            raise p.BadRequest(f"list_games: {exc}", request_id=m.id) from None
+
+    def _playing_summary(self, game: PlayingGame) -> p.Summary:
+        """A game in progress, its players with their ratings as it started."""
+        info = game.info
+        players = tuple(
+            p.User(name=name, kind=kind,
+                   rating=None if point is None
+                   else shown_then(point, self._rating_period_s, info.created_at))
+            for name, kind, point in zip(info.players, info.player_kinds, game.ratings,
+                                         strict=True))
+        return wire.summary(game_id=info.id, game=info.game_key, options=info.options,
+                            clock=p.time_control_from_map(info.clock),
+                            players=(players[0], players[1]),
+                            status=GameStatus.of(info.status, info.plies), ply=info.plies,
+                            result=None, created_ms=wire.epoch_ms(info.created_at),
+                            rated=info.rated)
 
     async def _finished_page(self, m: p.ListGames, limit: int, cursor: str | None
                              ) -> GamePage:
@@ -87,18 +103,3 @@ class History:
                 status=None, limit=limit, cursor=cursor)
         except ValueError as exc:
             raise p.BadRequest(f"list_games: {exc}", request_id=m.id) from None
-
-
-def _live_cursor(cursor: str, request_id: int) -> tuple[int, str]:
-    created, _, game_id = cursor[1:].partition(".")
-    if not created.isdigit() or not game_id:
-        raise p.BadRequest("list_games: not a cursor of this listing", request_id=request_id)
-    return int(created), game_id
-
-
-def _live_summary(room: GameRoom) -> p.Summary:
-    players: Any = (room.players[0].wire(), room.players[1].wire())
-    return wire.summary(game_id=room.game_id, game=room.key, options=dict(room.state.options),
-                        clock=room.control, players=players, status=room.status,
-                        ply=room.state.ply, result=room.result, created_ms=room.created_ms,
-                        rated=room.rated)

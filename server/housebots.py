@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .storage import NameTaken, Store
+from .tasks import stop
 
 log = logging.getLogger(__name__)
 
@@ -139,11 +140,7 @@ class HouseBots:
             if bot.proc is not None and bot.proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     bot.proc.kill()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop(self._tasks)
         for bot in self.bots:
             if bot.proc is not None:
                 await bot.proc.wait()

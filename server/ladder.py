@@ -33,6 +33,7 @@ import protocol as p
 from .lobby import DEFAULT_PERIOD_S, Member, Offer
 from .rooms import GameRoom
 from .storage import PoolRating
+from .tasks import checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,7 @@ class Ladder:
     async def run(self, every_s: float) -> None:
         """Pair a round every ``every_s`` seconds, until cancelled."""
         while True:
+            checkpoint()
             await asyncio.sleep(every_s)
             try:
                 await self.play_round()

@@ -50,7 +50,7 @@ DEFAULT_PERIOD_S = 86_400.0
 AfterStart = Callable[[GameRoom], list[bytes]]  # a player's frames after game_started
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Member:
     """A user connected here, their connections (anything with ``send_frame``) and their
     ratings as stored."""

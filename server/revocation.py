@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import protocol as p
 
+from .tasks import checkpoint
+
 if TYPE_CHECKING:
     from .session import Session
     from .storage import Store
@@ -32,6 +34,7 @@ async def enforce_revocations(store: Store, sessions: Callable[[], Iterable[Sess
     """Poll for tokens revoked since the server started and close their connections."""
     since = datetime.now(UTC) - OVERLAP
     while True:
+        checkpoint()
         await asyncio.sleep(interval_s)
         polled = datetime.now(UTC)
         try:

@@ -129,7 +129,8 @@ class Session:
             # this handler returns; what was sent before it is already in the transport.
             if self._closer is not None:
                 with contextlib.suppress(TimeoutError, ConnectionClosed):
-                    await asyncio.wait_for(asyncio.shield(self._closer), FLUSH_TIMEOUT_S)
+                    async with asyncio.timeout(FLUSH_TIMEOUT_S):  # not wait_for: it can
+                        await asyncio.shield(self._closer)  # lose the handler's cancel
 
     def send_frame(self, frame: bytes) -> None:
         """The one door out: send a frame (it leaves with the others of this loop turn, in

@@ -8,16 +8,22 @@ framed for that connection to its transport in ONE write (:class:`Outbox`): a mo
 and an idle connection owns no writer task. :func:`flush` is a copy of websockets'
 ``Connection.send_data`` that joins the bytes first.
 
+An open connection lets go of its opening handshake's response
+(:func:`forget_handshake`, from ``ServerConnection.handshake``), and keeps its drain waiters
+(none, unless its writes are paused) in a list rather than a deque of 700 bytes.
+
 The caps on connections (:mod:`server.admission`) need two more hooks, also here:
-:func:`on_connection_lost` (``Connection.connection_lost_waiter``) and
-:func:`reporting_connection` (``serve``'s ``create_connection`` and
-``ServerConnection.connection_made``). And a lost connection's reference cycles are broken
-here (:func:`release`, from ``connection_lost``), so that it is freed at once rather than
-by the cyclic garbage collector.
+:func:`reporting_connection` (``serve``'s ``create_connection``, with
+``ServerConnection.connection_made`` and ``connection_lost``: a method call each, no
+callback object per connection) and :func:`is_lost` (``Connection.connection_lost_waiter``).
+And a lost connection's reference cycles are broken here (:func:`release`, from
+``connection_lost``), so that it is freed at once rather than by the cyclic garbage
+collector.
 
 This relies on websockets 17's ``Connection.protocol`` (``send_binary``, ``data_to_send``,
 ``state``, ``parser``, ``parser_exc``), ``Connection.transport`` (and asyncio's
-``_read_ready_cb`` on it), ``Connection.send_data`` and the hooks above;
+``_read_ready_cb`` on it), ``Connection.send_data``, ``Connection.drain_waiters`` (only
+appended to, removed from and iterated) and the hooks above;
 tests/server/test_wsio.py is pinned to that version and checks each of them, so an upgrade
 that moves one fails loudly there rather than quietly here.
 """
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from websockets.asyncio.connection import Connection
 from websockets.asyncio.server import Server, ServerConnection
@@ -95,15 +102,11 @@ class Outbox:
             flush_one()
 
 
-def on_connection_lost(ws: Connection, callback: Callable[[], None]) -> None:
-    """Call ``callback`` once the connection's transport is gone, whatever ended it (the
-    handshake failed or timed out, the handler returned, the peer vanished): websockets'
-    ``Connection.connection_lost_waiter`` is resolved exactly once, in ``connection_lost``."""
+def is_lost(ws: Connection) -> bool:
+    """Whether the connection's transport is gone already (websockets'
+    ``Connection.connection_lost_waiter`` is resolved exactly once, in ``connection_lost``)."""
     waiter: asyncio.Future[None] = ws.connection_lost_waiter
-    if waiter.done():
-        callback()
-        return
-    waiter.add_done_callback(lambda _: callback())
+    return waiter.done()
 
 
 async def until_lost(ws: Connection, timeout_s: float) -> None:
@@ -113,22 +116,46 @@ async def until_lost(ws: Connection, timeout_s: float) -> None:
         await asyncio.wait((waiter,), timeout=timeout_s)
 
 
-def reporting_connection(accepted: Callable[[ServerConnection], None]
+def reporting_connection(accepted: Callable[[ServerConnection], None],
+                         lost: Callable[[ServerConnection], None] = lambda _: None,
                          ) -> type[ServerConnection]:
     """A ``ServerConnection`` class (websockets.serve's ``create_connection``) that calls
     ``accepted`` with each connection as soon as its socket is accepted, before it has sent
-    anything."""
+    anything, and ``lost`` once its transport is gone, whatever ended it (the handshake
+    failed or timed out, the handler returned, the peer vanished): once each, in order."""
 
     class Reported(ServerConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # websockets appends, removes and iterates its drain waiters (none unless
+            # writes are paused): a list does that, in 56 bytes where an empty deque
+            # takes about 700, for every connection
+            self.drain_waiters = []  # type: ignore[assignment]
+
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
             accepted(self)
 
+        async def handshake(self, *args: Any, **kwargs: Any) -> None:
+            await super().handshake(*args, **kwargs)
+            forget_handshake(self)
+
         def connection_lost(self, exc: Exception | None) -> None:
             super().connection_lost(exc)
             release(self)
+            lost(self)
 
     return Reported
+
+
+def forget_handshake(ws: ServerConnection) -> None:
+    """Let go of the opening handshake's HTTP response once it is over: its headers are
+    about 1.4 KB of small objects that every open connection would keep for its whole life,
+    and nothing reads them after the handshake. (The request stays: websockets reads
+    ``request is None`` as "the request is still to come", and its parser's suspended
+    generator holds the request anyway.)"""
+    if ws.protocol.state is State.OPEN:
+        ws.response = None
 
 
 def release(ws: Connection) -> None:

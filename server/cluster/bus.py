@@ -53,6 +53,7 @@ from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import RedisError
 
 from protocol import ProtocolError
+from server.tasks import checkpoint, stop
 
 from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
 from .keys import Keys, as_str, check_name
@@ -227,13 +228,8 @@ class Bus:
             return
         self._closed = True
         self._connected.clear()
-        for task in [self._reader, self._prober, *self._tasks]:
-            if task is not None:
-                task.cancel()
-        for task in [self._reader, self._prober, *self._tasks]:
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        await stop([task for task in (self._reader, self._prober, *self._tasks)
+                    if task is not None])
         for future in [*self._pending.values(),
                        *itertools.chain.from_iterable(self._confirmations.values())]:
             if not future.done():
@@ -279,6 +275,7 @@ class Bus:
     async def _flush(self) -> None:
         try:
             while self._outbox:
+                checkpoint()
                 batch, self._outbox = self._outbox, []
                 pipe = self.redis.pipeline(transaction=False)
                 for channel, payload, _ in batch:
@@ -382,6 +379,7 @@ class Bus:
         ago or more to a channel nobody listens on any more (``RequestTimeout``)."""
         try:
             while self._asked:
+                checkpoint()
                 await asyncio.sleep(self.probe_s)
                 since = time.monotonic() - self.probe_s
                 late = {rid: channel for rid, (channel, sent) in self._asked.items()
@@ -454,6 +452,7 @@ class Bus:
         failures = 0
         ever_connected = False
         while not self._closed:
+            checkpoint()
             pubsub: Any = self._sub_client.pubsub()  # redis-py leaves PubSub untyped
             try:
                 await pubsub.subscribe(*self._handlers)
@@ -481,6 +480,7 @@ class Bus:
         last_heard = time.monotonic()
         pinged = False
         while True:
+            checkpoint()
             message = await pubsub.get_message(timeout=self._ping_s)
             now = time.monotonic()
             if message is None:

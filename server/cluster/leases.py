@@ -23,7 +23,6 @@ when the last successful renewal was *sent*, less a margin for clock rate differ
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -32,6 +31,8 @@ from typing import Literal
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
+
+from server.tasks import checkpoint, stop
 
 from .keys import Keys, as_str, check_name
 
@@ -241,6 +242,7 @@ class Leases:
 
     async def _renew_forever(self) -> None:
         while True:
+            checkpoint()
             await asyncio.sleep(self.renew_every_s)
             try:
                 await self.renew_all()
@@ -251,9 +253,7 @@ class Leases:
         """Stop renewing; with ``release``, give every lease up (a clean stop: others
         take the games over at once instead of after the expiry)."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop([self._task])
             self._task = None
         if release:
             for game_id in list(self._held):

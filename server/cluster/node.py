@@ -61,6 +61,7 @@ from server.config import Settings
 from server.revocation import close_revoked
 from server.rooms import NOT_STORED_RETRY_MS, GameRoom
 from server.seam import Caller
+from server.tasks import checkpoint, stop
 
 from .bus import UNKNOWN_OP, Bus
 from .config import ClusterSettings
@@ -102,6 +103,7 @@ RTT_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 5.0
 @dataclasses.dataclass(slots=True)
 class NodeStats:
     forwarded: int = 0  # requests sent to another node's game
+    forwarded_moves: int = 0  # moves played on a game another node owns
     served: int = 0  # requests served for another node
     takeovers: int = 0
     lost: int = 0
@@ -136,6 +138,8 @@ class NodeMetrics:
                 ("forwarded_requests", "Requests sent to the node owning their game",
                  stats.forwarded),
                 ("served_requests", "Requests served for other nodes", stats.served),
+                ("forwarded_moves", "Moves played on a game another node owns",
+                 stats.forwarded_moves),
                 ("takeovers", "Games taken over from another node", stats.takeovers),
                 ("games_lost", "Games lost to another node (lease or epoch)", stats.lost),
                 ("events_published", "Game events published to other nodes",
@@ -346,6 +350,7 @@ class ClusterNode:
         games are looked for at once here too (not only by the node that claims the death:
         the survivors share the takeovers, each sweep in its own random order)."""
         while True:
+            checkpoint()
             await asyncio.sleep(self.settings.heartbeat_s)
             try:
                 await self.refresh_nodes()
@@ -357,19 +362,25 @@ class ClusterNode:
 
     async def quiesce(self) -> None:
         """Stop taking games over and publishing (the server is stopping)."""
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stop(list(self._tasks))
 
     async def close(self) -> None:
         """Stop; give every lease up, so that others take the games over at once (call it
-        once the commit queue has written what it held)."""
-        await self.quiesce()
-        if self.registry is not None:
-            await self.registry.close()
-        await self.leases.close(release=True)
+        once the commit queue has written what it held).
+
+        Within the lease time: past it the leases have run out anyway, so what is not
+        done by then (Redis away, say) is left; the registry forgets a node that stopped
+        beating, and the process exits."""
+        within_s = self.settings.lease_ms / 1000
+        try:
+            async with asyncio.timeout(within_s):
+                await self.quiesce()
+                if self.registry is not None:
+                    await self.registry.close()
+                await self.leases.close(release=True)
+        except TimeoutError:
+            log.error("cluster: the node's stop took more than %g s: its leases run out "
+                      "by themselves", within_s)
         for remote in self.remote.values():
             remote.close()
 
@@ -554,6 +565,7 @@ class ClusterNode:
     async def _sweep_forever(self) -> None:
         every = self.settings.lease_ms / 1000 / 3
         while True:
+            checkpoint()
             await asyncio.sleep(every * (0.75 + random.random() / 2))
             try:
                 await self.sweep()
@@ -708,6 +720,8 @@ class ClusterNode:
             code, text, retry = reply["refused"]
             raise p.ProtocolError(text, code=p.ErrorCode(code), game_id=game_id,
                                   retry_after_ms=retry)
+        if isinstance(message, p.Move):
+            self.stats.forwarded_moves += 1
         remote = self.remote.get(game_id)
         if remote is not None:
             remote.deliver_all([(seq, frame) for seq, frame in reply["ev"]],
@@ -768,6 +782,8 @@ class ClusterNode:
                 remote.holds -= 1
                 self.remote.pop(game_id, None)
                 await self.bus.unsubscribe(self.keys.game_channel(game_id))
+                if not isinstance(exc, Exception):
+                    raise  # a cancellation (or an exit) goes on as it came
                 raise unavailable(game_id, exc) from exc
             finally:
                 self._subscribing.pop(game_id, None)

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from server.tasks import checkpoint, stop
+
 from .keys import Keys, as_str, check_name
 
 log = logging.getLogger(__name__)
@@ -228,6 +230,7 @@ class NodeRegistry:
         loop = asyncio.get_running_loop()
         next_beat = loop.time()
         while True:
+            checkpoint()
             try:
                 if loop.time() >= next_beat:
                     next_beat = loop.time() + self.interval_s
@@ -244,9 +247,7 @@ class NodeRegistry:
     async def close(self, *, leave: bool = True) -> None:
         """Stop beating; with ``leave`` (a clean stop) remove this node's entry."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop([self._task])
             self._task = None
         if leave:
             with contextlib.suppress(RedisError):

@@ -156,8 +156,9 @@ class Supervisor:
             print(f"tessera: worker {index + 1} (pid {process.pid}) exited with {code}; "
                   f"starting it again in {pause:g} s", file=sys.stderr, flush=True)
             self.restarts[index] += 1
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), pause)
+            with contextlib.suppress(TimeoutError):  # not wait_for: it can lose a cancel
+                async with asyncio.timeout(pause):
+                    await self._stopping.wait()
 
     async def _announce(self, ready: Path, port: int) -> None:
         while not all(path.exists() for path in self.ready_files):
@@ -170,8 +171,8 @@ class Supervisor:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGTERM)
         try:
-            await asyncio.wait_for(asyncio.gather(*(p.wait() for p in live)),
-                                   self.stop_timeout_s)
+            async with asyncio.timeout(self.stop_timeout_s):
+                await asyncio.gather(*(p.wait() for p in live))
         except TimeoutError:
             for process in live:
                 if process.returncode is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import protocol as p
-from server.storage import PoolRating
+from server.storage import PoolRating, RatingPoint
 
 from .glicko2 import Rating, age, is_provisional
 
@@ -32,3 +32,10 @@ def shown(pool: PoolRating, period_s: float, *, record: bool = False,
         games=pool.games if record else None, wins=pool.wins if record else None,
         losses=pool.losses if record else None, draws=pool.draws if record else None)
 
+
+def shown_then(point: RatingPoint, period_s: float, at: datetime) -> p.PoolRating:
+    """A player's rating as it stood at ``at`` (a game's start), from their last update
+    before it: what the players of a game in progress are listed with."""
+    rating = age(point.rating, max(0.0, (at - point.rated_at).total_seconds()) / period_s)
+    return p.PoolRating(game=point.pool, rating=round(rating.rating),
+                        deviation=round(rating.deviation), provisional=is_provisional(rating))

@@ -144,6 +144,23 @@ class GamePage:
 
 
 @dataclass(frozen=True, slots=True)
+class PlayingGame:
+    """A game in progress as a listing shows it: each seat's rating in the game's pool as
+    the game started (None: no rated game there yet)."""
+
+    info: GameInfo
+    ratings: tuple[RatingPoint | None, RatingPoint | None]
+
+
+@dataclass(frozen=True, slots=True)
+class PlayingPage:
+    """One page of the games in progress, newest first; pass ``next_cursor`` for the next."""
+
+    games: tuple[PlayingGame, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class PoolRating:
     """A player's stored rating in one pool, with their record there.
 

@@ -37,6 +37,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
+from server.ratings.glicko2 import Rating
+
 from .db import is_sqlite, make_session_factory, make_write_lock, read_engine
 from .errors import Conflict, InvalidCursor, NameTaken
 from .models import (
@@ -58,6 +60,9 @@ from .records import (
     GamePage,
     GameStatus,
     MoveRecord,
+    PlayingGame,
+    PlayingPage,
+    RatingPoint,
     StoredGame,
     Token,
     TokenKind,
@@ -490,7 +495,71 @@ class Store:
             infos = [_info(*row) for row in (await session.execute(statement)).all()]
         more = len(infos) > limit
         infos = infos[:limit]
-        return GamePage(tuple(infos), _encode_cursor(infos[-1]) if more else None)
+        if not more:
+            return GamePage(tuple(infos), None)
+        last = infos[-1]
+        assert last.ended_at is not None
+        return GamePage(tuple(infos), _encode_cursor(last.ended_at, last.id))
+
+    async def list_playing(
+        self,
+        *,
+        player: str | None = None,
+        game_key: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> PlayingPage:
+        """Games in progress, newest first, one page at a time (keyset on created_at, id).
+
+        The stored truth, whichever process runs a game: every server (and every node of a
+        cluster) lists the same. Filters as ``list_games``: a player who takes part (by
+        name in any case), the game. Each seat comes with its player's rating in the game's
+        pool as the game started: their last rating update before it.
+        """
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"limit must be 1..{MAX_PAGE}, not {limit}")
+        conditions: list[ColumnElement[bool]] = [GameRow.status == "playing"]
+        if game_key is not None:
+            conditions.append(GameRow.game_key == game_key)
+        if cursor is not None:
+            created_at, last_id = _decode_cursor(cursor)
+            conditions.append(or_(GameRow.created_at < created_at,
+                                  and_(GameRow.created_at == created_at, GameRow.id < last_id)))
+        async with self._snapshot() as session:
+            if player is not None:
+                ids = await self._user_ids(session, [player])
+                if ids is None:
+                    return PlayingPage((), None)
+                user_id = ids[name_key(player)]
+                conditions.append(or_(GameRow.player0_id == user_id,
+                                      GameRow.player1_id == user_id))
+            statement = (
+                _info_query()
+                .add_columns(_rated_before(GameRow.player0_id), _rated_before(GameRow.player1_id))
+                .where(*conditions)
+                .order_by(GameRow.created_at.desc(), GameRow.id.desc())
+                .limit(limit + 1)
+            )
+            rows = (await session.execute(statement)).all()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            update_ids = {row[i] for row in rows for i in (-2, -1) if row[i] is not None}
+            points: dict[int, RatingPoint] = {}
+            if update_ids:
+                for change in await session.scalars(
+                        select(GameRatingRow).where(GameRatingRow.id.in_(update_ids))):
+                    points[change.id] = RatingPoint(
+                        game_id=change.game_id, pool=change.pool, rated_at=change.rated_at,
+                        rating=Rating(change.rating_after, change.deviation_after,
+                                      change.volatility_after))
+        games = tuple(
+            PlayingGame(_info(*row[:-2]), (points.get(row[-2]), points.get(row[-1])))
+            for row in rows)
+        next_cursor = None
+        if more:
+            last = games[-1].info
+            next_cursor = _encode_cursor(last.created_at, last.id)
+        return PlayingPage(games, next_cursor)
 
     async def list_game_ids(self) -> list[str]:
         """Every game's id, oldest first (for exporting everything)."""
@@ -633,22 +702,32 @@ def _never_played(user_id: Any) -> list[ColumnElement[bool]]:
                 ChatRow.user_id == user_id, chatted.status != "aborted").exists()]
 
 
-def _encode_cursor(info: GameInfo) -> str:
-    assert info.ended_at is not None
-    raw = json.dumps([info.ended_at.isoformat(), info.id], separators=(",", ":")).encode()
+def _rated_before(player: Any) -> Any:
+    """The id of the player's last rating update in the game's pool before the game began
+    (a player's updates are numbered in the order they were made)."""
+    return (select(func.max(GameRatingRow.id))
+            .where(GameRatingRow.user_id == player, GameRatingRow.pool == GameRow.game_key,
+                   GameRatingRow.rated_at <= GameRow.created_at)
+            .correlate(GameRow)
+            .scalar_subquery())
+
+
+def _encode_cursor(at: datetime, game_id: str) -> str:
+    """A keyset cursor: the sort time and the id of the last game on a page."""
+    raw = json.dumps([at.isoformat(), game_id], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def _decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        ended_at_text, game_id = json.loads(raw)
-        ended_at = datetime.fromisoformat(ended_at_text)
+        at_text, game_id = json.loads(raw)
+        at = datetime.fromisoformat(at_text)
     except (ValueError, TypeError, binascii.Error) as exc:
         raise InvalidCursor(f"not a listing cursor: {cursor!r}") from exc
-    if ended_at.tzinfo is None or not isinstance(game_id, str):
+    if at.tzinfo is None or not isinstance(game_id, str):
         raise InvalidCursor(f"not a listing cursor: {cursor!r}")
-    return ended_at, game_id
+    return at, game_id
 
 
 def _user(row: Any) -> User:

@@ -12,6 +12,7 @@ import protocol as p
 from clients.connection import ServerError
 
 from .conftest import Live, both_topologies
+from .listing_scenario import every_server_lists_alike
 from .support import Clients, Game, Player, assert_record_replays, start_game
 
 pytestmark = both_topologies
@@ -176,3 +177,8 @@ async def test_unwatch_and_unknown_games(clients: Clients) -> None:
         with pytest.raises(ServerError) as info:
             await spectator.call(kind, game_id="nosuchgame")
         assert (info.value.code, info.value.game_id) == ("not_found", "nosuchgame")
+
+
+async def test_list_games_of_every_kind_with_ratings_as_games_started(clients: Clients) -> None:
+    """The scenario the cluster runs on three nodes (``test_list_games_across_nodes.py``)."""
+    await every_server_lists_alike(clients, [clients.url])

@@ -11,6 +11,7 @@ import asyncio
 import gc
 import hashlib
 import inspect
+import re
 import socket
 import weakref
 from asyncio import selector_events
@@ -65,25 +66,32 @@ async def test_a_live_connection_has_what_wsio_reaches_for(server: Live) -> None
 
 async def test_connection_lost_waiter_and_create_connection_are_what_wsio_uses(
         server: Live) -> None:
-    """``on_connection_lost`` hangs on ``Connection.connection_lost_waiter`` (resolved once,
-    in ``connection_made``'s counterpart); ``reporting_connection`` on ``serve``'s
-    ``create_connection`` and ``ServerConnection.connection_made``."""
+    """``is_lost`` reads ``Connection.connection_lost_waiter`` (resolved once, in
+    ``connection_lost``); ``reporting_connection`` hangs on ``serve``'s
+    ``create_connection``, ``ServerConnection.connection_made``, ``handshake`` and
+    ``connection_lost``: an open connection keeps no handshake, and the admission hears of
+    its loss at once, with no callback of its own."""
     assert "create_connection" in inspect.signature(websockets.serve).parameters
+    admission = server.running.app.admission
     client = await server.clients.guest()
     (session,) = [s for s in server.running.app.sessions
                   if s.user is not None and s.user.name == client.name]
     ws = session.ws
     assert type(ws).__name__ == "Reported"  # made by wsio.reporting_connection
-    lost: list[bool] = []
-    wsio.on_connection_lost(ws, lambda: lost.append(True))
-    assert not lost
+    assert ws.request is not None and ws.response is None  # let go of once it is open
+    assert ws.drain_waiters == []  # a list: websockets only appends, removes, iterates
+    source = inspect.getsource(type(ws).__mro__[1])  # websockets' ServerConnection...
+    source += inspect.getsource(type(ws).__mro__[2])  # ... and Connection
+    uses = re.findall(r"drain_waiters(\.\w+|\b)", source)
+    assert set(uses) <= {"", ".append", ".remove"}, uses
+    assert not wsio.is_lost(ws) and ws in admission.admitted
+    assert not ws.connection_lost_waiter._callbacks
+    held = admission.total
     await client.close()
     await ws.wait_closed()
     await ws.connection_lost_waiter
-    await asyncio.sleep(0)  # the future's callbacks run in the loop turn after it is set
-    assert lost == [True]
-    wsio.on_connection_lost(ws, lambda: lost.append(True))  # already lost: called at once
-    assert lost == [True, True]
+    assert wsio.is_lost(ws)
+    assert ws not in admission.admitted and admission.total == held - 1
 
 
 def _live(kinds: tuple[type, ...]) -> dict[str, int]:

@@ -148,8 +148,8 @@ class Cluster:
         self.workdir = workdir
         self.nodes: dict[str, ServerProcess] = {}
 
-    async def start(self, node_id: str, *extra: str) -> ServerProcess:
-        """Start (or start again) the node ``node_id``."""
+    async def start(self, node_id: str, *extra: str, timeout: float = 30.0) -> ServerProcess:
+        """Start (or start again) the node ``node_id``; ready within ``timeout`` s."""
         node = self.nodes.get(node_id)
         if node is None:
             directory = self.workdir / node_id
@@ -157,14 +157,14 @@ class Cluster:
             node = self.nodes[node_id] = ServerProcess(
                 self.db_url, directory, "--cluster", self.redis_url, "--cluster-name",
                 self.cluster_name, "--node-id", node_id, "--grace", "0.4", *extra)
-        await node.start()
+        await node.start(timeout)
         return node
 
-    async def start_nodes(self, node_ids: tuple[str, ...], *extra: str
-                          ) -> list[ServerProcess]:
+    async def start_nodes(self, node_ids: tuple[str, ...], *extra: str,
+                          timeout: float = 30.0) -> list[ServerProcess]:
         """Start the nodes ``node_ids`` at once (each waits for its own readiness; the
         first migrations are serialized by the migrators' lock), in that order."""
-        return list(await asyncio.gather(*(self.start(node_id, *extra)
+        return list(await asyncio.gather(*(self.start(node_id, *extra, timeout=timeout)
                                            for node_id in node_ids)))
 
     def logs(self) -> str:
