@@ -15,7 +15,7 @@ A lock is there to slow down whoever guesses a password, not to keep its owner o
 
 The accounts ask a ``LockoutStore``, the topology's (:mod:`server.seam`): a lone server's
 is :class:`MemoryLockout`, this module's table in its memory (a restart forgets it); a
-cluster's is in Redis (``server.cluster.limits.RedisLockout``, the same rule in one Lua
+cluster's is in Redis (``server.cluster.lockout.RedisLockout``, the same rule in one Lua
 script), so that an attacker gets no more attempts by spreading them over the nodes. The
 table holds only pairs that failed lately (swept as ``ratelimit.BucketTable`` is), and each
 entry cost its sender a password hash, which the hash queue and the per-address login limit
