@@ -33,7 +33,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from protocol import ErrorCode, ProtocolError
 
-from .lockout import KnownPairs, Lockout
+from .lockout import KnownPairs, LockoutStore, MemoryLockout
 from .ratelimit import address_key, per_address
 from .storage import NameTaken, Store, User
 
@@ -212,12 +212,13 @@ class Accounts:
     """
 
     def __init__(self, store: Store, passwords: Passwords, guests: GuestMaker,
-                 settings: Settings) -> None:
+                 settings: Settings, lockout: LockoutStore | None = None) -> None:
         self.store = store
         self.passwords = passwords
         self.guests = guests
-        self.lockout = Lockout(settings.login_lockout_after, settings.login_lockout_base_s,
-                               settings.login_lockout_max_s)
+        self.lockout: LockoutStore = lockout if lockout is not None else MemoryLockout(
+            settings.login_lockout_after, settings.login_lockout_base_s,
+            settings.login_lockout_max_s)
         self.known = KnownPairs()  # pairs that logged in: first in the hash queue's reserve
         self.address_logins = per_address(settings.address_logins_per_minute / 60,
                                           settings.address_login_burst)
@@ -253,7 +254,7 @@ class Accounts:
         self._take_login(address)
         user = await self.store.get_user_by_name(name)
         key = (user.id, address_key(address)) if user is not None else None
-        if key is not None and (wait := self.lockout.locked_for(key)):
+        if key is not None and (wait := await self.lockout.locked_for(key)):
             raise _locked_out(wait)
         try:
             ok = await self.passwords.verify(
@@ -264,13 +265,13 @@ class Accounts:
                                 exc.retry_after_s) from None
         if user is None or not user.password_hash or not ok:
             if key is not None:
-                counted, wait = self.lockout.failed(key)
+                counted, wait = await self.lockout.failed(key)
                 if not counted:  # another attempt's failure locked the pair meanwhile
                     raise _locked_out(wait)
             raise ProtocolError("wrong username or password",
                                 code=ErrorCode.INVALID_CREDENTIALS)
         if key is not None:
-            self.lockout.succeeded(key)
+            await self.lockout.succeeded(key)
             self.known.add(key)
         if self.passwords.needs_rehash(user.password_hash) and self.passwords.has_room():
             with contextlib.suppress(HashQueueFull):  # else it waits for the next login

@@ -32,26 +32,25 @@ from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
 from .games import Games
 from .guests import GuestMaker, sweep_guests_forever
-from .handlers.lobby import start_between
 from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
 from .ladder import Ladder
-from .lobby import Lobby, Member, Offer
+from .lobby import Lobby, Member, Members, Offer
+from .local import LocalTopology
 from .logs import AcceptFailureLog
 from .metrics import Metrics, measure_loop_lag
-from .ratelimit import AccountLimits, MemoryTokenBuckets
-from .rematch import Rematches, RematchOffers
+from .rematch import Rematches
 from .revocation import enforce_revocations
 from .rooms import GameRoom
-from .session import Handling, Session
+from .session import Forwarded, Handling, Session
 from .storage import GameRatings, Storage, open_storage, redact_url
 from .storage.sole import SoleServer, sole_server
 from .tasks import Tasks
 from .wsio import Outbox
 
 if TYPE_CHECKING:
-    from .cluster.node import ClusterNode
+    from .seam import Caller, GameRequest, Topology
 
 log = logging.getLogger(__name__)
 
@@ -77,47 +76,61 @@ def listen_problem(host: str, port: int, exc: OSError) -> str:
 
 
 class App:
-    """What every connection handler needs, made once per server and closed with it."""
+    """What every connection handler needs, made once per server and closed with it.
 
-    def __init__(self, settings: Settings, storage: Storage, metrics: Metrics) -> None:
+    What differs between a lone server and a node of a cluster comes from ``topology``
+    (:mod:`server.seam`), taken once here; the app is never rewired after it is built."""
+
+    def __init__(self, settings: Settings, storage: Storage, metrics: Metrics,
+                 topology: Topology) -> None:
         self.settings = settings
         self.store = storage.store
         self.metrics = metrics
+        self.topology = topology
         self.tasks = Tasks()
         self.passwords = Passwords(max_queued=settings.hash_queue or None)
         self.guests = GuestMaker(self.store)
-        self.accounts = Accounts(self.store, self.passwords, self.guests, settings)
-        self.lobby = Lobby(settings)
+        self.accounts = Accounts(self.store, self.passwords, self.guests, settings,
+                                 topology.lockout)
+        self.placement = topology.placement
+        self.members = Members(settings.rating_period_s)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
-                           on_rated=self._rated)
+                           self.placement, on_rated=self._rated)
+        self.lobby = Lobby(settings, self.members, topology, self.games, self.store)
         self.history = History(self.store, settings.rating_period_s)
-        rematches = Rematches(self.games, self.lobby, self._start)
-        self.lobby.on_left.append(rematches.member_left)
-        self.rematches: RematchOffers = rematches  # a cluster node's are its own
-        self.ladder = Ladder(self.lobby, lambda user_id: bool(self.games.active_of(user_id)),
-                             self._start)
+        self.rematches = Rematches(self.games, self.lobby, topology.rematches)
+        self.ladder = Ladder(topology.roster, self._start_ladder_game, self._online_ids,
+                             self.store.ratings.of_users, self.placement.playing_counts,
+                             period_s=settings.rating_period_s)
+        self.lobby.on_offline.append(self.ladder.exit)
         self.files = open_files_limit()
         self.admission = Admission(settings, self.files, metrics.handshakes_cut.inc)
         self.routes = Routes(metrics, settings, self.admission)
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         self.handling = Handling()  # requests in progress; pings pass the slow ones
-        # an account's budgets over all its connections
-        # (a cluster node's are shared with the other nodes: cluster.node)
-        self.account_requests: AccountLimits = MemoryTokenBuckets(settings.account_rate,
-                                                                  settings.account_burst)
-        self.account_chat: AccountLimits = MemoryTokenBuckets(settings.chat_rate,
-                                                              settings.chat_burst)
-        self.cluster: ClusterNode | None = None  # a cluster node's part (cluster.node)
+        # an account's budgets over all its connections (on a cluster: over every node)
+        self.account_requests = topology.account_requests
+        self.account_chat = topology.account_chat
+        self.revocations = topology.revocations
         self._handing_back = asyncio.Lock()  # one hand-back at a time
+        topology.bind(self)
 
-    async def _start(self, offer: Offer, members: tuple[Member, Member]) -> GameRoom:
-        return await start_between(self.games, offer, members)
+    async def _start_ladder_game(self, offer: Offer, bots: tuple[Member, Member]
+                                 ) -> GameRoom:
+        return await self.lobby.start_game(offer, (bots[0].online(), bots[1].online()), {})
+
+    async def _online_ids(self) -> set[int]:
+        return {user.user_id for user in await self.topology.presence.everyone()}
+
+    async def serve_forwarded(self, user: Caller, message: GameRequest) -> list[bytes]:
+        """A request another process forwarded, run by its handler here (``seam.Host``)."""
+        return await Forwarded(self, user).run(message)
 
     def _rated(self, room: GameRoom, changes: GameRatings) -> None:
         """A rated game ended: its players' new ratings, for the lobby and the ladder."""
         assert room.result is not None
-        self.lobby.rated_game(room.key, changes, room.result.winner, now=datetime.now(UTC))
+        self.members.rated_game(room.key, changes, room.result.winner, now=datetime.now(UTC))
 
     async def serve_connection(self, ws: ServerConnection) -> None:
         """The websocket handler: one :class:`Session` for the connection's life."""
@@ -148,11 +161,11 @@ class App:
     def crowd(self) -> int:
         """What a flood adds and takes away again: open connections, connections waiting
         for their request, lobby members and open seeks (:class:`memory.DropWatch`)."""
-        return self.admission.held() + self.lobby.size()
+        return self.admission.held() + len(self.members) + self.topology.seeks.held()
 
     def crowd_peak(self) -> int:
         """The largest :meth:`crowd` since the last call (at most: the parts' peaks)."""
-        return self.admission.take_peak() + self.lobby.take_peak()
+        return self.admission.take_peak() + self.members.take_peak() + self.topology.seeks.held()
 
     async def hand_back_memory(self, collect: bool = True) -> None:
         """A crowd has gone: sweep, rebuild the tables it grew, collect what cycles it
@@ -166,7 +179,8 @@ class App:
         async with self._handing_back:
             t0 = time.perf_counter()
             swept = self.sweep_idle()
-            self.lobby.compact()
+            self.members.compact()
+            self.topology.compact()
             self.admission.compact()
             self.sessions = set(self.sessions)
             t1 = time.perf_counter()
@@ -192,13 +206,11 @@ class App:
         return {s.user.id for s in self.sessions if s.user is not None}
 
     async def connected_user_ids(self) -> set[int]:
-        """The accounts connected now to this server or, in a cluster, to any node (what
-        the guest sweep spares); raises if a cluster's presence cannot be read."""
+        """The accounts connected now to this server or to any other of its topology (what
+        the guest sweep spares); raises if that cannot be read."""
         here = self.online_user_ids()
-        if self.cluster is None:
-            return here
-        await self.cluster.refresh_nodes()  # a node that started a moment ago counts too
-        return here | {user.user_id for user in await self.cluster.lobby.presence.everyone()}
+        await self.topology.reach.look_again()  # a node that started a moment ago counts
+        return here | {user.user_id for user in await self.topology.presence.everyone()}
 
     async def close(self) -> None:
         """Stop the games' timers and the background work; release the password threads."""
@@ -219,38 +231,37 @@ class Running:
 
 
 @asynccontextmanager
-async def running_server(settings: Settings, cluster: ClusterNode | None = None
+async def running_server(settings: Settings, topology: Topology | None = None
                          ) -> AsyncIterator[Running]:
-    """Open storage (migrating it), restore games, listen; on exit close with 1001.
+    """Open storage (migrating it), prepare the topology (a lone server, by default,
+    restores its games in progress), listen; on exit close with 1001.
 
-    A cluster node (``cluster``) restores nothing: it takes games over as they need an
-    owner (``server.cluster.node``). A one-process server holds its database alone for its
-    lifetime (:mod:`server.storage.sole`): a second one on the same database raises
+    The server holds its database as its topology says (:mod:`server.storage.sole`): a lone
+    server alone for its lifetime, so that a second one on the same database raises
     :class:`~server.storage.sole.DatabaseInUse` before it restores anything; a cluster's
     nodes share theirs with each other only. An address it cannot listen on raises
     :class:`CannotListen`."""
-    async with sole_server(settings.db_url, node=cluster is not None) as sole, \
-            _running_server(settings, cluster, sole) as running:
+    if topology is None:
+        topology = LocalTopology(settings)
+    async with sole_server(settings.db_url, node=topology.shares_database) as sole, \
+            _running_server(settings, topology, sole) as running:
         yield running
 
 
 @asynccontextmanager
-async def _running_server(settings: Settings, cluster: ClusterNode | None,
+async def _running_server(settings: Settings, topology: Topology,
                           sole: SoleServer) -> AsyncIterator[Running]:
     metrics = Metrics()
     async with open_storage(settings.db_url,
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
                             on_commit=metrics.commit_batch.observe) as storage:
-        app = App(settings, storage, metrics)
+        app = App(settings, storage, metrics, topology)
         loop = asyncio.get_running_loop()
         accept_log = AcceptFailureLog(settings.accept_error_log_s, metrics.accept_failures.inc)
         accept_log.install(loop)
         untime_collections = metrics.time_collections()
         try:
-            if cluster is None:
-                await app.games.restore()
-            else:
-                cluster.attach(app)
+            await topology.prepare()
             try:
                 serving = await websockets.serve(
                     app.serve_connection, settings.host, settings.port,
@@ -268,6 +279,7 @@ async def _running_server(settings: Settings, cluster: ClusterNode | None,
                 wsio.accept_in_batches(ws_server, settings.listen_backlog)
                 port = next(iter(ws_server.sockets)).getsockname()[1]
                 sole.listening(f"ws://{settings.host}:{port}/ws")
+                await topology.start(f"{settings.host}:{port}")
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,
                                                port)
                 log.info("listening", extra={"host": settings.host, "port": port,
@@ -296,8 +308,7 @@ async def _running_server(settings: Settings, cluster: ClusterNode | None,
                 try:
                     yield Running(app, ws_server, port, house)
                 finally:
-                    if cluster is not None:
-                        await cluster.quiesce()
+                    await topology.quiesce()
                     app.games.close()
                     ws_server.close()  # closes every connection with 1001 (going away)
                     await ws_server.wait_closed()
@@ -309,20 +320,23 @@ async def _running_server(settings: Settings, cluster: ClusterNode | None,
     log.info("stopped: everything acknowledged is stored")
 
 
-async def run_server(settings: Settings, ready_file: str | None = None) -> None:
-    """Serve until SIGTERM or SIGINT."""
+async def run_server(settings: Settings, topology: Topology | None = None,
+                     ready_file: str | None = None) -> None:
+    """Serve until SIGTERM or SIGINT (as a lone server unless ``topology`` says else)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with running_server(settings) as running:
+    async with running_server(settings, topology) as running:
         collector.tune_gc()
         running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
         if ready_file:
             with open(ready_file, "w") as f:
                 f.write(f"{running.port}\n")
-        print(f"tessera: listening on ws://{settings.host}:{running.port}/ws; the lobby is "
-              f"at http://{settings.host}:{running.port}/", flush=True)
+        who = running.app.topology.description
+        print(f"tessera: {who + ' ' if who else ''}listening on "
+              f"ws://{settings.host}:{running.port}/ws; the lobby is at "
+              f"http://{settings.host}:{running.port}/", flush=True)
         await stop.wait()
         log.info("shutting down")
 

@@ -179,6 +179,16 @@ def raise_fd_limit() -> None:
         pass
 
 
+async def serve_node(settings: Settings, cluster: ClusterSettings,
+                     ready_file: str | None) -> None:
+    """``serve --cluster``: the server with a cluster node's topology (``server.seam``)."""
+    from .app import run_server
+    from .cluster.node import cluster_node
+
+    async with cluster_node(settings, cluster) as node:
+        await run_server(settings, node, ready_file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "cluster":
@@ -218,14 +228,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
                 if args.cluster:
-                    from .cluster.node import run_node
-
-                    runner.run(run_node(settings, cluster_config.ClusterSettings(
+                    runner.run(serve_node(settings, cluster_config.ClusterSettings(
                         args.cluster, args.cluster_name, args.node_id or
                         cluster_config.default_node_id(), lease_ms=args.lease_ms),
                         args.ready_file))
                 else:
-                    runner.run(run_server(settings, args.ready_file))
+                    runner.run(run_server(settings, ready_file=args.ready_file))
         except (CannotListen, DatabaseInUse) as exc:  # the operator's to fix: one line
             print(f"tessera: {exc}", file=sys.stderr)
             return 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import engine
 import protocol as p
@@ -26,6 +26,7 @@ from .wire import epoch_ms, played_moves, result
 if TYPE_CHECKING:
     from .config import Settings
     from .metrics import Metrics
+    from .seam import Placement, Seated
     from .storage import CommitQueue, Store
 
 log = logging.getLogger(__name__)
@@ -34,27 +35,12 @@ FINISHED_KEPT = 2000  # finished rooms kept in memory to answer resends and late
 ID_ATTEMPTS = 3  # a random game id already taken is drawn again, at most this often
 
 
-class Seated(Protocol):
-    """A connection of a player who is seated in a game as it starts."""
-
-    async def joined_game(self, room: GameRoom) -> None: ...
-
-
-class Ownership(Protocol):
-    """A cluster node's say over which games this process may run (None on a lone server,
-    which owns every game): a new game is claimed (its lease) before it is stored, under
-    the epoch returned; a finished one is let go."""
-
-    async def claim_new(self, game_id: str) -> int: ...
-
-    def finished(self, room: GameRoom) -> None: ...
-
-
 class Games:
     """Every game room of this server (see the module docstring)."""
 
     def __init__(self, settings: Settings, store: Store, writer: CommitQueue,
                  metrics: Metrics, spawn: Callable[[Coroutine[Any, Any, Any]], object],
+                 placement: Placement,
                  on_rated: Callable[[GameRoom, GameRatings], None] | None = None) -> None:
         self._store = store
         self._writer = writer
@@ -68,9 +54,8 @@ class Games:
         self._live: dict[str, GameRoom] = {}
         self._by_user: dict[int, set[GameRoom]] = {}
         self._done: OrderedDict[str, GameRoom] = OrderedDict()
-        # a cluster node's (server.cluster.node): its rooms publish, its ownership decides
-        self.make_room: Callable[..., GameRoom] = GameRoom
-        self.ownership: Ownership | None = None
+        self._placement = placement
+        self._make_room = placement.room_class()
 
     # -- finding games ----------------------------------------------------------------------
     def live(self, game_id: str) -> GameRoom | None:
@@ -119,7 +104,7 @@ class Games:
         when = ms_to_datetime(created)
         for attempt in range(ID_ATTEMPTS):
             game_id = new_game_id()
-            epoch = None if self.ownership is None else await self.ownership.claim_new(game_id)
+            epoch = await self._placement.claim_new(game_id)
             item = GameCreated(game_id, game.key, dict(state.options),
                                control.to_wire(), game.rules_version,
                                (players[0].user_id, players[1].user_id), 1, when, when,
@@ -130,7 +115,7 @@ class Games:
             except Conflict:
                 if attempt == ID_ATTEMPTS - 1:
                     raise  # not a taken random id, then
-        room = self.make_room(self._context, game_id=item.game_id, state=state,
+        room = self._make_room(self._context, game_id=item.game_id, state=state,
                               control=control, players=players, played=[], seq=1,
                               clock=GameClock(control), created_ms=created, rated=rated)
         room.epoch = epoch
@@ -159,7 +144,7 @@ class Games:
         return count
 
     async def adopt(self, stored: StoredGame, epoch: int) -> GameRoom:
-        """Run a game in progress taken over (at ``epoch``) from another node of a cluster:
+        """Run a game in progress taken over (at ``epoch``) from another process:
         its room rebuilt from the stored moves and its clock started, as after a restart."""
         room = self._room_of(stored, live=True)
         room.epoch = epoch
@@ -168,8 +153,8 @@ class Games:
         return room
 
     def forget(self, game_id: str) -> GameRoom | None:
-        """Stop running a live game another node owns now (its timer stopped; not kept as
-        finished: requests about it go to its owner)."""
+        """Stop running a live game another process runs now (its timer stopped; not kept
+        as finished: requests about it go to the process that runs it)."""
         room = self._live.pop(game_id, None)
         if room is None:
             return None
@@ -197,7 +182,7 @@ class Games:
             remaining.append(left if left is not None else initial)
         players = (Player(info.player_ids[0], info.players[0], info.player_kinds[0]),
                    Player(info.player_ids[1], info.players[1], info.player_kinds[1]))
-        room = (self.make_room if live else GameRoom)(
+        room = (self._make_room if live else GameRoom)(
             self._context, game_id=info.id, state=state, control=control, players=players,
             played=played_moves(stored.moves), seq=stored.last_seq,
             clock=GameClock(control, remaining), created_ms=epoch_ms(info.created_at),
@@ -219,8 +204,7 @@ class Games:
         self._drop_players(room)
         self._keep_finished(room)
         self._metrics.games.set(len(self._live))
-        if self.ownership is not None:
-            self.ownership.finished(room)
+        self._placement.finished(room)
 
     def _drop_players(self, room: GameRoom) -> None:
         for player in room.players:

@@ -1,17 +1,20 @@
 """The bot ladder: connected bots that opt in are paired into rated games, in rounds.
 
-A bot joins the ladder of some games (``ladder_join``). Every ``ladder_round_s`` seconds
-each game's round pairs the bots that are on its ladder, online and idle (in no game):
-sorted by rating in the game's pool, each one is paired with the nearest in rating that
-was not its last opponent in that game (a repeat only when the two are the only bots on
-the game's ladder; otherwise a bot with nobody new idle waits for the next round), the
-choices searched so that as many bots as possible play (``Ladder.pairs``), and the bot
-that has had the first seat less often takes it (ties: the one that had the second seat
-last, then the lower rated). A bot in a
-game is paired in the first round after it finishes. The games are
-rated, with the game's default options and the ladder's clock; they are ordinary games, so
-a bot that disconnects loses on time as any player would. What the ladder remembers (last
-opponents, seats) is in memory: a restart forgets it, not the ratings.
+A bot joins the ladder of some games (``ladder_join``), whichever process it is connected
+to: the roster (``LadderRoster``) is the topology's, in memory alone, in Redis on a
+cluster, and one process at a time pairs the rounds (``leading``). Every
+``ladder_round_s`` seconds each game's round pairs the bots that are on its ladder, online
+and idle (in no game): sorted by rating in the game's pool, each one is paired with the
+nearest in rating that was not its last opponent in that game (a repeat only when the two
+are the only bots on the game's ladder; otherwise a bot with nobody new idle waits for the
+next round), the choices searched so that as many bots as possible play
+(``Ladder.pairs``), and the bot that has had the first seat less often takes it (ties: the
+one that had the second seat last, then the lower rated). A bot in a game is paired in the
+first round after it finishes. The games are rated, with the game's default options and
+the ladder's clock; they are ordinary games, so a bot that disconnects loses on time as
+any player would. What the ladder remembers (last opponents, seats) is in the pairing
+process's memory: a restart (or a new leader) forgets it, not the ratings. A bot leaves
+with ``ladder_leave`` or when it is offline everywhere.
 """
 
 from __future__ import annotations
@@ -20,65 +23,126 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import msgpack
 
 import engine
 import protocol as p
 
-from .lobby import Lobby, Member, Offer
+from .lobby import DEFAULT_PERIOD_S, Member, Offer
 from .rooms import GameRoom
+from .storage import PoolRating
 from .tasks import checkpoint
 
 log = logging.getLogger(__name__)
 
-StartGame = Callable[[Offer, tuple[Member, Member]], Awaitable[GameRoom]]
 DEFAULT_CLOCK = "1m+1s"
 MATCH_BUDGET = 20_000  # steps of the pairing search a round may take, per game
+
+Entry = tuple[str, str, frozenset[str]]  # a bot's name, kind and the games it plays
+StartGame = Callable[[Offer, tuple[Member, Member]], Awaitable[GameRoom]]
+OnlineIds = Callable[[], Awaitable[set[int]]]  # the users online anywhere
+Ratings = Callable[[list[int], str], Awaitable[dict[int, list[PoolRating]]]]  # as stored
+Playing = Callable[[list[int]], Awaitable[dict[int, int]]]  # games in progress, anywhere
+
+
+class LadderRoster(Protocol):
+    """The ladder's bots, wherever they are connected, and who pairs the rounds."""
+
+    async def enter(self, user_id: int, entry: Entry) -> None: ...
+
+    async def exit(self, user_id: int) -> None: ...
+
+    async def read(self) -> dict[int, Entry]:
+        """Every bot on the ladder."""
+
+    async def leading(self) -> bool:
+        """Whether this process pairs the rounds (now)."""
+
+
+class MemoryRoster:
+    """``LadderRoster`` of one process: it pairs every round."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, Entry] = {}
+
+    async def enter(self, user_id: int, entry: Entry) -> None:
+        self._entries[user_id] = entry
+
+    async def exit(self, user_id: int) -> None:
+        self._entries.pop(user_id, None)
+
+    async def read(self) -> dict[int, Entry]:
+        return dict(self._entries)
+
+    async def leading(self) -> bool:
+        return True
+
+
+def pack_entry(entry: Entry) -> bytes:
+    name, kind, games = entry
+    packed: bytes = msgpack.packb([name, kind, sorted(games)])
+    return packed
+
+
+def unpack_entry(data: bytes | str) -> Entry:
+    name, kind, games = msgpack.unpackb(data.encode() if isinstance(data, str) else data)
+    return name, kind, frozenset(games)
 
 
 class Ladder:
     """The ladder's members and its rounds (see the module docstring)."""
 
-    def __init__(self, lobby: Lobby, busy: Callable[[int], bool], start: StartGame, *,
+    def __init__(self, roster: LadderRoster, start: StartGame, online: OnlineIds,
+                 ratings: Ratings, playing: Playing, *, period_s: float = DEFAULT_PERIOD_S,
                  clock: p.TimeControl | None = None) -> None:
-        self._lobby = lobby
-        self._busy = busy
+        self._roster = roster
         self._start = start
+        self._online_ids = online
+        self._ratings = ratings
+        self._playing = playing
+        self._period_s = period_s
         self.clock = clock if clock is not None else p.parse_time_control(DEFAULT_CLOCK)
         self.games_of: dict[int, frozenset[str]] = {}  # user id -> the games they play
+        self._who: dict[int, tuple[str, str]] = {}  # user id -> name, kind
         self._last: dict[tuple[str, int], int] = {}  # (game, bot) -> last opponent
         self._firsts: dict[tuple[str, int], int] = defaultdict(int)  # seat 0 minus seat 1
         self._was_first: dict[tuple[str, int], bool] = {}  # (game, bot) -> last had seat 0
+        self._online: set[int] = set()  # this round's: online anywhere
         self.rounds = 0
-        lobby.on_left.append(self.leave)
 
-    def join(self, member: Member, games: list[str]) -> None:
+    async def enter(self, member: Member, games: list[str]) -> None:
+        """``ladder_join``: refused for a human or an unknown game (KeyError)."""
         if member.kind != "bot":
             raise p.ProtocolError("the ladder is for bots: log in with a bot token",
                                   code=p.ErrorCode.FORBIDDEN)
         for game in games:
             engine.get_game(game)  # KeyError for an unknown game
         self.games_of[member.user_id] = frozenset(games)
-
-    def leave(self, user_id: int) -> None:
-        self.games_of.pop(user_id, None)
-
-    async def enter(self, member: Member, games: list[str]) -> None:
-        """``ladder_join`` (a cluster's ladder also records it for every node)."""
-        self.join(member, games)
+        self._who[member.user_id] = (member.name, member.kind)
+        await self._roster.enter(member.user_id, (member.name, member.kind, frozenset(games)))
 
     async def exit(self, user_id: int) -> None:
-        """``ladder_leave``, or the bot went offline."""
-        self.leave(user_id)
+        """``ladder_leave``, or the bot went offline everywhere."""
+        self.games_of.pop(user_id, None)
+        await self._roster.exit(user_id)
+
+    async def refresh(self) -> None:
+        """The ladder's bots, as the roster holds them."""
+        entries = await self._roster.read()
+        self.games_of = {user_id: games for user_id, (_, _, games) in entries.items()}
+        self._who = {user_id: (name, kind) for user_id, (name, kind, _) in entries.items()}
 
     def members(self, game: str) -> list[int]:
         """The ids of the bots on a game's ladder."""
         return [user_id for user_id, games in self.games_of.items() if game in games]
 
     def who(self, user_id: int) -> p.User | None:
-        """A ladder bot as the standings name it (None if it is not here)."""
-        member = self._lobby.members.get(user_id)
-        return None if member is None else p.User(
-            name=member.name, kind=member.kind)  # type: ignore[arg-type]
+        """A ladder bot as the standings name it (None if it is not on the ladder)."""
+        known = self._who.get(user_id)
+        return None if known is None else p.User(name=known[0],
+                                                 kind=known[1])  # type: ignore[arg-type]
 
     async def run(self, every_s: float) -> None:
         """Pair a round every ``every_s`` seconds, until cancelled."""
@@ -91,23 +155,27 @@ class Ladder:
                 log.exception("ladder round failed")
 
     async def online(self, game: str) -> list[Member]:
-        """The bots on a game's ladder that are online (a cluster's: on any node)."""
-        return [member for user_id in self.members(game)
-                if (member := self._lobby.members.get(user_id)) is not None]
-
-    async def busy(self, user_id: int) -> bool:
-        """Whether a bot is in a game (a cluster's: on any node)."""
-        return self._busy(user_id)
+        """The bots on a game's ladder that are online anywhere, with their ratings."""
+        ids = [user_id for user_id in self.members(game) if user_id in self._online]
+        stored = await self._ratings(ids, game)
+        return [Member(user_id, *self._who[user_id], period_s=self._period_s, ratings={
+            pool.pool: pool for pool in stored.get(user_id, [])}) for user_id in ids]
 
     async def play_round(self) -> list[GameRoom]:
-        """Pair the idle bots of every game's ladder and start their games."""
+        """Pair the idle bots of every game's ladder and start their games (if this
+        process pairs the rounds)."""
+        await self.refresh()
+        if not await self._roster.leading():
+            return []
         self.rounds += 1
+        self._online = await self._online_ids()
         started: list[GameRoom] = []
         taken: set[int] = set()  # a bot on two ladders plays one game a round
         for game in sorted({game for games in self.games_of.values() for game in games}):
             online = await self.online(game)
+            playing = await self._playing([m.user_id for m in online])
             idle = [member for member in online
-                    if member.user_id not in taken and not await self.busy(member.user_id)]
+                    if member.user_id not in taken and not playing.get(member.user_id)]
             for first, second in self.pairs(game, idle, alone=len(online) == 2):
                 taken.update((first.user_id, second.user_id))
                 offer = Offer(game, dict(engine.get_game(game).new().options), self.clock, True)
@@ -175,3 +243,6 @@ class Ladder:
                     self._was_first.get((game, bot.user_id), False), bot.rating_in(game),
                     bot.user_id)
         return (a, b) if key(a) <= key(b) else (b, a)
+
+
+__all__ = ["Ladder", "LadderRoster", "MemoryRoster", "pack_entry", "unpack_entry"]

@@ -1,74 +1,67 @@
-"""The lobby: open seeks paired automatically, direct challenges, and who is online.
+"""The lobby: who is online, open seeks paired automatically, direct challenges.
 
-Seeks and challenges live in memory only: they are offers, not games, and a restart
-withdraws them (clients see the connection drop and seek again). A seek is paired with the
-oldest compatible seek of another user: same game, same options, same time control, both
-rated or both casual, and each player's rating in the game's pool within the other's
-range (a seek's ``rating_min``/``rating_max``; a player without a rating counts as 1500).
+Written once for one process and a cluster: the lobby's state is in the topology's stores
+(``server.offers``; in memory alone, in Redis on a cluster, behind :mod:`server.seam`),
+and events reach users through the topology's :class:`~server.seam.Reach`. This module
+keeps what is this process's own: the :class:`Members` connected here (their
+connections, their ratings as stored) and the lobby's subscribers here.
 
-Each member carries their stored ratings (loaded at login, replaced when a rated game of
-theirs ends), so the lobby shows them beside names without asking the database.
+A seek is paired with the oldest compatible seek of another user who may start a game
+more: same game, same options, same time control, both rated or both casual, and each
+player's rating in the game's pool within the other's range (a player without a rating
+counts as 1500). Seeks and challenges are offers, not games: a restart (of a lone server)
+withdraws them. Everything a stranger can add is bounded: open seeks per account, per
+address and in all; pending challenges per challenger and per target; and the ``lobby``
+reply shows at most so many seeks and players, with a count of the rest.
 
-Everything a stranger can add here is bounded (docs/RELIABILITY.md, "Bounded structures"):
-open seeks per account, per address and in all; pending challenges per target and per
-challenger; and the ``lobby`` reply shows at most so many seeks and players, with a count of
-the rest. Pairing looks only at the seeks with the same offer (``Offer.key``), oldest first,
-so a seek costs the same with 10 or 10,000 open; a member's seeks and challenges are indexed
-on the member, so leaving costs what the member had, not what the lobby holds.
+Events go before replies: whoever starts a game by a request gets ``game_started`` (and
+``seek_taken`` for a seek of theirs) before the request's reply; a player whose
+connections are on another node gets them through that node, in the same order.
 """
 
 from __future__ import annotations
 
-import itertools
+import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import protocol as p
-from protocol import (
-    ChallengeEnded,
-    ErrorCode,
-    OpenSeek,
-    PlayerOffline,
-    PlayerOnline,
-    ProtocolError,
-    SeekAdded,
-    SeekRemoved,
-    TimeControl,
-    User,
-    event_frame,
-)
+from protocol import ErrorCode, ProtocolError, User, event_frame
 
+from .offers import Challenge, ChallengeCaps, Online, Seek, SeekCaps
+from .ratelimit import address_key
 from .ratings.glicko2 import DEFAULT
 from .ratings.shown import aged_now, shown
+from .rooms import GameRoom, Player
 from .storage import GameRatings, PoolRating
 from .storage.rating_writes import score_of
 
 if TYPE_CHECKING:
     from .config import Settings
+    from .games import Games
+    from .seam import Placement, Topology
+    from .storage import Store
 
 DEFAULT_PERIOD_S = 86_400.0
+
+AfterStart = Callable[[GameRoom], list[bytes]]  # a player's frames after game_started
 
 
 @dataclass(eq=False, slots=True)
 class Member:
-    """An online user, their connections (anything with ``send_frame``), and what they
-    have open in the lobby (seek ids; challenge ids sent and received).
-
-    The ids are dict keys (values None), not sets: most members have none open, and an
-    empty dict is 64 bytes where an empty set is 216, for each online user."""
+    """A user connected here, their connections (anything with ``send_frame``) and their
+    ratings as stored."""
 
     user_id: int
     name: str
     kind: str
     sessions: set[Any] = field(default_factory=set)
-    seeks: dict[int, None] = field(default_factory=dict)
-    challenges_out: dict[int, None] = field(default_factory=dict)
-    challenges_in: dict[int, None] = field(default_factory=dict)
     ratings: dict[str, PoolRating] = field(default_factory=dict)  # by pool (game key)
     period_s: float = DEFAULT_PERIOD_S
+    since_ms: int = field(default_factory=lambda: _now_ms())  # connected here since
 
     def wire(self) -> User:
         """As the online list shows them: with their rating in every pool."""
@@ -90,12 +83,12 @@ class Member:
         pool = self.ratings.get(game)
         return DEFAULT.rating if pool is None else aged_now(pool, self.period_s).rating
 
+    def online(self) -> Online:
+        return Online(self.user_id, self.name, self.kind, since_ms=self.since_ms)
+
     def send(self, frame: bytes) -> None:
         for session in list(self.sessions):
             session.send_frame(frame)
-
-
-OfferKey = tuple[str, tuple[tuple[str, Any], ...], TimeControl, bool]
 
 
 @dataclass(frozen=True)
@@ -104,136 +97,66 @@ class Offer:
 
     game: str
     options: dict[str, Any]
-    clock: TimeControl
+    clock: p.TimeControl
     rated: bool = False
     rating_min: int | None = None
     rating_max: int | None = None
 
-    def matches(self, other: Offer) -> bool:
-        return ((self.game, self.options, self.clock, self.rated)
-                == (other.game, other.options, other.clock, other.rated))
 
-    def key(self) -> OfferKey:
-        """Equal for exactly the offers that ``matches`` (the pairing index's key)."""
-        return self.game, tuple(sorted(self.options.items())), self.clock, self.rated
+class Members:
+    """The users connected to this process, and the lobby's subscribers here."""
 
-    def admits(self, rating: float) -> bool:
-        """Whether a player rated ``rating`` in this game's pool is within the range."""
-        return ((self.rating_min is None or rating >= self.rating_min)
-                and (self.rating_max is None or rating <= self.rating_max))
-
-
-@dataclass(eq=False)
-class OpenSeekEntry:
-    seek_id: int
-    owner: Member
-    offer: Offer
-    address: str = "?"  # of the connection that opened it
-    created: float = field(default_factory=time.monotonic)
-
-    def wire(self) -> OpenSeek:
-        offer = self.offer
-        return OpenSeek(seek_id=self.seek_id, user=self.owner.wire_in(offer.game),
-                        game=offer.game, options=offer.options, clock=offer.clock,
-                        rated=offer.rated or None, rating_min=offer.rating_min,
-                        rating_max=offer.rating_max)
-
-    def admits(self, member: Member) -> bool:
-        """Whether ``member`` may take this seek (within its rating range)."""
-        return self.offer.admits(member.rating_in(self.offer.game))
-
-
-@dataclass(eq=False)
-class ChallengeEntry:
-    challenge_id: int
-    challenger: Member
-    target: Member
-    offer: Offer
-    color: int | str  # the challenger's seat, or "random"
-
-
-@dataclass(frozen=True)
-class LobbyCaps:
-    """The lobby's bounds (from :class:`~server.config.Settings`)."""
-
-    open_seeks: int = 5  # per account
-    seeks_per_address: int = 50
-    seeks: int = 5_000
-    seeks_shown: int = 1_000
-    players_shown: int = 1_000
-    challenges_per_target: int = 50
-    challenges_per_challenger: int = 10
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> LobbyCaps:
-        return cls(open_seeks=settings.max_open_seeks,
-                   seeks_per_address=settings.max_seeks_per_address,
-                   seeks=settings.max_seeks, seeks_shown=settings.lobby_seeks_shown,
-                   players_shown=settings.lobby_players_shown,
-                   challenges_per_target=settings.max_challenges_per_target,
-                   challenges_per_challenger=settings.max_challenges_per_challenger)
-
-
-@dataclass(frozen=True)
-class LobbyView:
-    """What a ``lobby`` reply shows, and how many it leaves out."""
-
-    seeks: tuple[OpenSeek, ...]
-    players: tuple[User, ...]
-    more_seeks: int
-    more_players: int
-
-
-class Lobby:
-    """Online members, open seeks, pending challenges, and the lobby's subscribers."""
-
-    def __init__(self, settings: Settings | None = None, caps: LobbyCaps | None = None
-                 ) -> None:
-        self.caps = caps or (LobbyCaps.from_settings(settings) if settings else LobbyCaps())
-        self.members: dict[int, Member] = {}
-        self._by_name: dict[str, Member] = {}  # by lower-case name, for challenges
-        self.seeks: dict[int, OpenSeekEntry] = {}  # oldest first
-        self._by_offer: dict[OfferKey, dict[int, OpenSeekEntry]] = {}  # oldest first
-        self._by_address: dict[str, int] = {}  # open seeks per address (only non-zero)
-        self.challenges: dict[int, ChallengeEntry] = {}
+    def __init__(self, rating_period_s: float = DEFAULT_PERIOD_S) -> None:
+        self.rating_period_s = rating_period_s
+        self.by_id: dict[int, Member] = {}
         self.subscribers: set[Any] = set()
-        self._ids = itertools.count(1)
-        self.rating_period_s = settings.rating_period_s if settings else DEFAULT_PERIOD_S
-        # told of a member whose last connection closed (rematch offers lapse, the ladder)
-        self.on_left: list[Callable[[int], None]] = []
-        self.announce_presence = True  # False on a cluster node: its lobby feed does
-        self.peak = 0  # the largest size() since the last take_peak()
+        self.peak = 0  # the most members since the last take_peak()
 
-    @property
-    def max_open_seeks(self) -> int:
-        return self.caps.open_seeks
+    def get(self, user_id: int) -> Member | None:
+        return self.by_id.get(user_id)
 
-    # -- presence ------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.by_id)
+
     def join(self, user_id: int, name: str, kind: str, session: Any,
              ratings: list[PoolRating] | None = None) -> Member:
         """A connection logged in as this user; ``ratings``: theirs, as stored now."""
-        member = self.members.get(user_id)
+        member = self.by_id.get(user_id)
         if member is None:
-            member = self.members[user_id] = Member(user_id, name, kind,
-                                                    period_s=self.rating_period_s)
-            if ratings:  # else the empty default stays: a guest has none
-                member.ratings = {pool.pool: pool for pool in ratings}
-            key = name.lower()
-            self._by_name[name if key == name else key] = member  # one string, not two
-            if self.announce_presence:
-                self._tell_subscribers(PlayerOnline(user=member.wire()))
-        elif ratings is not None:
+            member = self.by_id[user_id] = Member(user_id, name, kind,
+                                                  period_s=self.rating_period_s)
+            self.peak = max(self.peak, len(self.by_id))
+        if ratings is not None:
             member.ratings = {pool.pool: pool for pool in ratings}
         member.sessions.add(session)
-        self.peak = max(self.peak, self.size())
         return member
+
+    def leave(self, member: Member, session: Any) -> bool:
+        """Forget a connection; True if it was the member's last here."""
+        member.sessions.discard(session)
+        self.subscribers.discard(session)
+        if member.sessions:
+            return False
+        if self.by_id.get(member.user_id) is member:
+            del self.by_id[member.user_id]
+        return True
+
+    def send(self, user_id: int, frames: Iterable[bytes]) -> None:
+        member = self.by_id.get(user_id)
+        if member is not None:
+            for frame in frames:
+                member.send(frame)
+
+    def tell_subscribers(self, frame: bytes) -> None:
+        for session in list(self.subscribers):
+            session.send_frame(frame)
 
     def rated_game(self, pool: str, changes: GameRatings, winner: int | None, *,
                    now: datetime) -> None:
-        """A rated game ended: its online players' ratings become the game's afters (as
-        the same transaction stored them)."""
+        """A rated game ended: its players here get the game's afters as ratings (as the
+        same transaction stored them)."""
         for change in changes:
-            member = self.members.get(change.user_id)
+            member = self.by_id.get(change.user_id)
             if member is None:
                 continue
             score = score_of(change.seat, winner)
@@ -246,221 +169,359 @@ class Lobby:
                 losses=(old.losses if old else 0) + (score == 0.0),
                 draws=(old.draws if old else 0) + (score == 0.5))
 
-    def leave(self, member: Member, session: Any) -> None:
-        """Forget a connection; the member's last one takes their seeks and challenges."""
-        member.sessions.discard(session)
-        self.subscribers.discard(session)
-        if member.sessions:
-            return
-        del self.members[member.user_id]
-        if self._by_name.get(member.name.lower()) is member:
-            del self._by_name[member.name.lower()]
-        for seek_id in list(member.seeks):
-            self.remove_seek(seek_id)
-        for challenge_id in [*member.challenges_out, *member.challenges_in]:
-            entry = self.challenges.get(challenge_id)
-            if entry is not None:
-                self.end_challenge(entry, "cancelled")
-        if self.announce_presence:
-            self._tell_subscribers(PlayerOffline(name=member.name))
-        for listener in self.on_left:
-            listener(member.user_id)
-
     def compact(self) -> None:
-        """Rebuild the tables at their present size: a dict never shrinks as entries go, so
-        after a flood of members or seeks they would keep the flood's size (a copy of a
-        dict is sized for what it holds)."""
-        self.members = dict(self.members)
-        self._by_name = dict(self._by_name)
-        self.seeks = dict(self.seeks)
-        self._by_offer = {key: dict(same) for key, same in self._by_offer.items()}
-        self._by_address = dict(self._by_address)
-        self.challenges = dict(self.challenges)
+        """Rebuild the tables at their present size (a dict never shrinks)."""
+        self.by_id = dict(self.by_id)
         self.subscribers = set(self.subscribers)
 
     def take_peak(self) -> int:
-        """The largest :meth:`size` since the last call."""
-        peak, self.peak = max(self.peak, self.size()), self.size()
+        peak, self.peak = max(self.peak, len(self.by_id)), len(self.by_id)
         return peak
 
-    def size(self) -> int:
-        """Members and open seeks: what a crowd adds."""
-        return len(self.members) + len(self.seeks)
 
-    def by_name(self, name: str) -> Member | None:
-        return self._by_name.get(name.lower())
+def check_rated(offer: Offer, *people: Member | Online) -> None:
+    """A rated offer needs a clock and no guest (ProtocolError saying why otherwise)."""
+    if not offer.rated:
+        return
+    if isinstance(offer.clock, p.Unlimited):
+        raise ProtocolError("a game without a clock is casual: leave out rated, or pick "
+                            "a clock", code=ErrorCode.BAD_REQUEST)
+    for who in people:
+        if who.kind == "guest":
+            which = "you are" if who is people[0] else f"{who.name} is"
+            raise ProtocolError(f"guests play casual games only ({which} a guest): leave "
+                                "out rated, or log in", code=ErrorCode.FORBIDDEN)
 
-    def _tell_subscribers(self, event: Any) -> None:
-        if not self.subscribers:
-            return
-        frame = event_frame(event)
-        for session in list(self.subscribers):
-            session.send_frame(frame)
 
-    # -- the snapshot --------------------------------------------------------------------------
-    def view(self) -> LobbyView:
-        """The oldest open seeks and the members online, at most ``seeks_shown`` and
-        ``players_shown`` of them, with how many more there are."""
-        seeks = tuple(s.wire() for s in itertools.islice(self.seeks.values(),
-                                                         self.caps.seeks_shown))
-        players = tuple(m.wire() for m in itertools.islice(self.members.values(),
-                                                           self.caps.players_shown))
-        return LobbyView(seeks, players, len(self.seeks) - len(seeks),
-                         len(self.members) - len(players))
+def _check_may_take(seek: Seek, taker: Member) -> None:
+    """``forbidden`` for a taker outside the seek's range, or a guest and a rated seek."""
+    wanted = seek.open_seek
+    rating = taker.rating_in(wanted.game)
+    if not seek.admits(rating):
+        raise ProtocolError(
+            f"seek {seek.seek_id} is for players rated {wanted.rating_min or ''}.."
+            f"{wanted.rating_max or ''} in {wanted.game}; you are rated {round(rating)}",
+            code=ErrorCode.FORBIDDEN)
+    if seek.rated and taker.kind == "guest":
+        raise ProtocolError("guests play casual games only: log in to take a rated seek",
+                            code=ErrorCode.FORBIDDEN)
 
-    # -- seeks ---------------------------------------------------------------------------------
-    def add_seek(self, owner: Member, offer: Offer, address: str = "?",
-                 can_play: Callable[[Member], bool] = lambda _: True
-                 ) -> tuple[int, OpenSeekEntry | None]:
-        """Open a seek; return its id and the older compatible seek it pairs with, if any
-        (of a member who ``can_play`` a game more).
 
-        When a partner is found, neither seek stays open (the caller starts the game).
-        Refused with ``conflict`` over a cap: the owner's open seeks, the address's, the
-        lobby's.
-        """
-        caps = self.caps
-        if len(owner.seeks) >= caps.open_seeks:
-            raise ProtocolError(f"at most {caps.open_seeks} open seeks",
-                                code=ErrorCode.CONFLICT)
-        key = offer.key()
-        same = self._by_offer.get(key)
-        # the oldest of another user's; the owner has at most ``open_seeks`` of them
-        mine = owner.rating_in(offer.game)
-        partner = None if same is None else next(
-            (s for s in same.values() if s.owner is not owner and can_play(s.owner)
-             and s.offer.admits(mine) and offer.admits(s.owner.rating_in(offer.game))), None)
-        seek_id = next(self._ids)
-        if partner is not None:
-            self.remove_seek(partner.seek_id)
-            return seek_id, partner
-        if self._by_address.get(address, 0) >= caps.seeks_per_address:
-            raise ProtocolError(f"at most {caps.seeks_per_address} open seeks from one "
-                                "address", code=ErrorCode.CONFLICT)
-        if len(self.seeks) >= caps.seeks:
-            raise ProtocolError(f"the lobby is full ({caps.seeks} open seeks): accept one, "
-                                "or try again later", code=ErrorCode.CONFLICT)
-        entry = OpenSeekEntry(seek_id, owner, offer, address)
-        self.seeks[seek_id] = entry
-        self._by_offer.setdefault(key, {})[seek_id] = entry
-        self._by_address[address] = self._by_address.get(address, 0) + 1
-        owner.seeks[seek_id] = None
-        self.peak = max(self.peak, self.size())
-        self._tell_subscribers(SeekAdded(seek=entry.wire()))
-        return seek_id, None
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
-    def take_seek(self, seek_id: int, taker: Member) -> OpenSeekEntry:
-        """Close a seek for ``taker`` to accept; subscribers are told by ``seek_taken``
-        (once the game has started, so that the taker sees ``game_started`` first)."""
-        entry = self.seeks.get(seek_id)
-        if entry is None:
-            raise ProtocolError(f"no open seek {seek_id}", code=ErrorCode.NOT_FOUND)
-        if entry.owner is taker:
-            raise ProtocolError("you cannot accept your own seek", code=ErrorCode.CONFLICT)
-        if not entry.admits(taker):
-            raise ProtocolError(
-                f"seek {seek_id} is for players rated {entry.offer.rating_min or ''}.."
-                f"{entry.offer.rating_max or ''} in {entry.offer.game}; you are rated "
-                f"{round(taker.rating_in(entry.offer.game))}", code=ErrorCode.FORBIDDEN)
-        if entry.offer.rated and taker.kind == "guest":
-            raise ProtocolError("guests play casual games only: log in to take a rated seek",
-                                code=ErrorCode.FORBIDDEN)
-        self._forget_seek(entry)
-        return entry
 
-    def seek_taken(self, seek_id: int) -> None:
-        self._tell_subscribers(SeekRemoved(seek_id=seek_id))
+class Lobby:
+    """The lobby's requests and its life (see the module docstring)."""
 
-    def cancel_seek(self, seek_id: int, owner: Member) -> None:
-        entry = self.seeks.get(seek_id)
-        if entry is None:
-            raise ProtocolError(f"no open seek {seek_id}", code=ErrorCode.NOT_FOUND)
-        if entry.owner is not owner:
-            raise ProtocolError(f"seek {seek_id} is not yours", code=ErrorCode.FORBIDDEN)
-        self.remove_seek(seek_id)
+    def __init__(self, settings: Settings, members: Members, topology: Topology,
+                 games: Games, store: Store) -> None:
+        self.settings = settings
+        self.members = members
+        self.node_id = topology.node_id
+        self.presence = topology.presence
+        self.seeks = topology.seeks
+        self.challenges = topology.challenges
+        self.reach = topology.reach
+        self.placement: Placement = topology.placement
+        self.games = games
+        self.store = store
+        self.seek_caps = SeekCaps(settings.max_open_seeks, settings.max_seeks_per_address,
+                                  settings.max_seeks)
+        self.challenge_caps = ChallengeCaps(settings.max_challenges_per_challenger,
+                                            settings.max_challenges_per_target)
+        # told of a user now offline everywhere (rematch offers lapse, the ladder)
+        self.on_offline: list[Callable[[int], Any]] = []
 
-    def remove_seek(self, seek_id: int) -> None:
-        entry = self.seeks.get(seek_id)
-        if entry is not None:
-            self._forget_seek(entry)
-            self._tell_subscribers(SeekRemoved(seek_id=seek_id))
+    @property
+    def max_open_seeks(self) -> int:
+        return self.seek_caps.per_owner
 
-    def _forget_seek(self, entry: OpenSeekEntry) -> None:
-        """Remove a seek from every index."""
-        del self.seeks[entry.seek_id]
-        key = entry.offer.key()
-        same = self._by_offer[key]
-        del same[entry.seek_id]
-        if not same:
-            del self._by_offer[key]
-        left = self._by_address[entry.address] - 1
-        if left:
-            self._by_address[entry.address] = left
-        else:
-            del self._by_address[entry.address]
-        entry.owner.seeks.pop(entry.seek_id, None)
+    # -- presence ------------------------------------------------------------------------
+    async def announce(self, event: Any) -> None:
+        await self.reach.announce(event_frame(event))
 
-    # -- challenges ----------------------------------------------------------------------------
-    def add_challenge(self, challenger: Member, target: Member, offer: Offer,
-                      color: int | str) -> ChallengeEntry:
-        """A pending challenge; ``conflict`` when the challenger has
-        ``challenges_per_challenger`` pending, or the target ``challenges_per_target``."""
-        if target is challenger:
-            raise ProtocolError("you cannot challenge yourself", code=ErrorCode.BAD_REQUEST)
-        caps = self.caps
-        if len(challenger.challenges_out) >= caps.challenges_per_challenger:
-            raise ProtocolError(f"at most {caps.challenges_per_challenger} pending challenges: "
-                                "wait for an answer or cancel one", code=ErrorCode.CONFLICT)
-        if len(target.challenges_in) >= caps.challenges_per_target:
-            raise ProtocolError(f"{target.name} has {caps.challenges_per_target} challenges "
-                                "waiting already: try again later", code=ErrorCode.CONFLICT)
-        entry = ChallengeEntry(next(self._ids), challenger, target, offer, color)
-        self.challenges[entry.challenge_id] = entry
-        challenger.challenges_out[entry.challenge_id] = None
-        target.challenges_in[entry.challenge_id] = None
-        return entry
+    async def joined(self, member: Member) -> None:
+        """A user's first connection here."""
+        if await self.presence.join(member.online()):
+            await self.announce(p.PlayerOnline(user=member.wire()))
 
-    def pending(self, challenge_id: int, member: Member, *, as_target: bool) -> ChallengeEntry:
-        """The challenge ``member`` may answer (``as_target``) or withdraw.
+    async def left(self, member: Member) -> None:
+        """A user's last connection here went: if it was their last anywhere, their
+        offers go with them."""
+        if await self.presence.leave(member.online()):
+            await self.gone(member.online())
 
-        not_found if there is none to answer; forbidden to withdraw someone else's.
-        """
-        entry = self.challenges.get(challenge_id)
-        if entry is not None and not as_target and member is entry.target:
-            raise ProtocolError(f"challenge {challenge_id} is not yours to withdraw",
-                                code=ErrorCode.FORBIDDEN)
-        if entry is None or member is not (entry.target if as_target else entry.challenger):
-            raise ProtocolError(f"no pending challenge {challenge_id} for you",
-                                code=ErrorCode.NOT_FOUND)
-        return entry
+    async def gone(self, user: Online) -> None:
+        """A user is offline everywhere: their seeks and challenges are withdrawn."""
+        for seek in await self.seeks.withdraw_all(user.user_id):
+            await self.announce(p.SeekRemoved(seek_id=seek.seek_id))
+        for challenge in await self.challenges.withdraw_all(user.user_id):
+            await self.tell_ended(challenge, "cancelled", None)
+        await self.announce(p.PlayerOffline(name=user.name))
+        for listener in self.on_offline:
+            await listener(user.user_id)
 
-    def is_pending_for(self, challenge_id: int, member: Member | None) -> bool:
+    async def find(self, name: str) -> Online | None:
+        """The online user of this name (the nodes are looked up again before saying
+        they are not: one may have started a moment ago)."""
+        found = await self.presence.find(name)
+        if found is None:
+            await self.reach.look_again()
+            found = await self.presence.find(name)
+        return found
+
+    async def to_user(self, user_id: int, nodes: Iterable[str], frames: list[bytes]) -> None:
+        """Frames for a user's connections on ``nodes`` (this one included)."""
+        nodes = tuple(nodes)
+        if self.node_id in nodes:
+            self.members.send(user_id, frames)
+        await self.reach.send_elsewhere(user_id, [n for n in nodes if n != self.node_id],
+                                        frames)
+
+    async def tell(self, user_id: int, name: str, frames: list[bytes]) -> None:
+        """Frames for a user wherever they are connected."""
+        found = await self.find(name)
+        if found is not None:
+            await self.to_user(user_id, found.nodes, frames)
+
+    async def fresh(self, member: Member) -> Member:
+        """``member`` with their ratings as stored now (a rated game of theirs may have
+        ended in another process)."""
+        if member.kind != "guest":
+            stored = await self.store.ratings.of_users([member.user_id])
+            member.ratings = {pool.pool: pool for pool in stored.get(member.user_id, [])}
+        return member
+
+    async def check_can_play(self, me: Member, other: Online | None = None) -> None:
+        """``conflict`` if the user (or ``other``, counted in the same query) has as many
+        games in progress, wherever they run, as anyone may (``max_games_per_user``)."""
+        cap = self.settings.max_games_per_user
+        users = [(me.user_id, "you have")]
+        if other is not None:
+            users.append((other.user_id, f"{other.name} has"))
+        counts = await self.placement.playing_counts([user_id for user_id, _ in users])
+        for user_id, who in users:
+            if counts.get(user_id, 0) >= cap:
+                raise ProtocolError(f"{who} {cap} games in progress, the most allowed",
+                                    code=ErrorCode.CONFLICT)
+
+    async def is_pending_for(self, challenge_id: int, member: Member | None) -> bool:
         """Whether ``member`` has challenge ``challenge_id`` to answer."""
-        return member is not None and challenge_id in member.challenges_in
-
-    def end_challenge(self, entry: ChallengeEntry, reason: str, message: str | None = None
-                      ) -> None:
-        """Close a challenge and tell both sides why (``message``: in the words of whoever
-        ended it)."""
-        if not self._forget_challenge(entry):
-            return
-        self.tell_challenge_ended(entry, reason, message)
-
-    def take_challenge(self, entry: ChallengeEntry) -> None:
-        """Close an accepted challenge; ``tell_challenge_ended`` once the game has started."""
-        self._forget_challenge(entry)
-
-    def _forget_challenge(self, entry: ChallengeEntry) -> bool:
-        if self.challenges.pop(entry.challenge_id, None) is None:
+        if member is None:
             return False
-        entry.challenger.challenges_out.pop(entry.challenge_id, None)
-        entry.target.challenges_in.pop(entry.challenge_id, None)
-        return True
+        found = await self.challenges.get(challenge_id)
+        return found is not None and found.target_id == member.user_id
 
-    def tell_challenge_ended(self, entry: ChallengeEntry, reason: str,
-                             message: str | None = None) -> None:
-        frame = event_frame(ChallengeEnded(challenge_id=entry.challenge_id,
-                                           reason=reason,  # type: ignore[arg-type]
-                                           message=message))
-        entry.challenger.send(frame)
-        entry.target.send(frame)
+    # -- the snapshot --------------------------------------------------------------------
+    async def subscribe(self, session: Any, request_id: int) -> p.Lobby:
+        """Add a lobby subscriber here: the oldest open seeks and the users online, at
+        most ``lobby_seeks_shown`` and ``lobby_players_shown`` of them, with how many more
+        there are."""
+        self.members.subscribers.add(session)
+        seeks, open_count = await self.seeks.listing(self.settings.lobby_seeks_shown)
+        online = await self.presence.everyone()
+        shown_now = online[:self.settings.lobby_players_shown]
+        elsewhere = [u.user_id for u in shown_now
+                     if u.kind != "guest" and self.members.get(u.user_id) is None]
+        stored = await self.store.ratings.of_users(elsewhere) if elsewhere else {}
+        period_s = self.members.rating_period_s
+        players = []
+        for user in shown_now:
+            member = self.members.get(user.user_id)
+            if member is not None:
+                players.append(member.wire())
+                continue
+            ratings = tuple(shown(pool, period_s) for pool in stored.get(user.user_id, ()))
+            players.append(User(name=user.name, kind=user.kind,  # type: ignore[arg-type]
+                                ratings=ratings or None))
+        return p.Lobby(id=request_id, seeks=tuple(seek.open_seek for seek in seeks),
+                       players=tuple(players),
+                       more_seeks=(open_count - len(seeks)) or None,
+                       more_players=(len(online) - len(shown_now)) or None)
+
+    # -- seeks ---------------------------------------------------------------------------
+    async def seek(self, me: Member, m: p.Seek, peer: str) -> p.ServerMessage:
+        """Open a seek, or pair it at once: ``game_started``, ``seek_taken`` (both),
+        ``seek_removed``, then ``seek_created``."""
+        if m.rating_min is not None and m.rating_max is not None and (
+                m.rating_min > m.rating_max):
+            raise p.BadRequest("seek: rating_min is above rating_max", request_id=m.id)
+        offer = Offer(m.game, dict(m.options), m.clock, bool(m.rated), m.rating_min,
+                      m.rating_max)
+        check_rated(offer, me)
+        me = await self.fresh(me)
+        await self.check_can_play(me)
+        seek_id = await self.seeks.new_id()
+        record = Seek(p.OpenSeek(seek_id=seek_id, user=me.wire_in(m.game), game=m.game,
+                                 options=dict(m.options), clock=m.clock,
+                                 rated=offer.rated or None, rating_min=offer.rating_min,
+                                 rating_max=offer.rating_max),
+                      me.user_id, self.node_id, _now_ms(), me.rating_in(m.game),
+                      address_key(peer))
+        partner = await self._pair(record)
+        if partner is None:
+            await self.announce(p.SeekAdded(seek=record.open_seek))
+            return p.SeekCreated(id=m.id, seek_id=seek_id)
+        seats = [Online(partner.user_id, partner.open_seek.user.name,
+                        partner.open_seek.user.kind), me.online()]
+        secrets.SystemRandom().shuffle(seats)
+        room = await self.start_game(offer, (seats[0], seats[1]), {
+            partner.user_id: lambda room: [_seek_taken(partner.seek_id, room)]})
+        me.send(_seek_taken(seek_id, room))
+        await self.announce(p.SeekRemoved(seek_id=partner.seek_id))
+        return p.SeekCreated(id=m.id, seek_id=seek_id)
+
+    async def _pair(self, record: Seek) -> Seek | None:
+        """Open ``record``, or take the oldest seek it pairs with whose owner may start a
+        game more (a seek of an owner at the cap stays open, and is passed over)."""
+        cap = self.settings.max_games_per_user
+        passed: set[int] = set()
+        while True:
+            partner = await self.seeks.open(record, self.seek_caps, passed)
+            if partner is None:
+                return None
+            counts = await self.placement.playing_counts([partner.user_id])
+            if counts.get(partner.user_id, 0) < cap:
+                return partner
+            await self.seeks.restore(partner)
+            passed.add(partner.user_id)
+
+    async def accept_seek(self, me: Member, m: p.AcceptSeek) -> p.ServerMessage:
+        """``game_started``, ``seek_taken`` (to its owner), ``seek_removed``, then ok."""
+        me = await self.fresh(me)
+        wanted = await self.seeks.get(m.seek_id)
+        owner: Online | None = None
+        if wanted is not None and wanted.user_id != me.user_id:
+            _check_may_take(wanted, me)  # neither its flag nor its range changes
+            owner = Online(wanted.user_id, wanted.open_seek.user.name,
+                           wanted.open_seek.user.kind)
+        # both counted in one query; the seek stays open if its owner cannot play
+        await self.check_can_play(me, owner)
+        seek = await self.seeks.take(m.seek_id, me.user_id)
+        open_seek = seek.open_seek
+        seats = [Online(seek.user_id, open_seek.user.name, open_seek.user.kind), me.online()]
+        secrets.SystemRandom().shuffle(seats)
+        offer = Offer(open_seek.game, dict(open_seek.options), open_seek.clock, seek.rated,
+                      open_seek.rating_min, open_seek.rating_max)
+        try:
+            await self.start_game(offer, (seats[0], seats[1]), {
+                seek.user_id: lambda room: [_seek_taken(seek.seek_id, room)]})
+        finally:
+            await self.announce(p.SeekRemoved(seek_id=seek.seek_id))
+        return p.Ok(id=m.id)
+
+    async def cancel_seek(self, me: Member, m: p.CancelSeek) -> p.ServerMessage:
+        await self.seeks.cancel(m.seek_id, me.user_id)
+        await self.announce(p.SeekRemoved(seek_id=m.seek_id))
+        return p.Ok(id=m.id)
+
+    # -- challenges ----------------------------------------------------------------------
+    async def challenge(self, me: Member, m: p.Challenge) -> p.ServerMessage:
+        me = await self.fresh(me)
+        target = await self.find(m.to)
+        if target is None:
+            raise ProtocolError(f"{m.to} is not online", code=ErrorCode.NOT_FOUND)
+        if target.user_id == me.user_id:
+            raise ProtocolError("you cannot challenge yourself", code=ErrorCode.BAD_REQUEST)
+        check_rated(Offer(m.game, dict(m.options), m.clock, bool(m.rated)), me, target)
+        await self.check_can_play(me, target)
+        challenge_id = await self.seeks.new_id()
+        received = p.ChallengeReceived(challenge_id=challenge_id, from_=me.wire_in(m.game),
+                                       game=m.game, options=dict(m.options), clock=m.clock,
+                                       color=m.color, rated=m.rated or None)
+        await self.challenges.create(Challenge(
+            received, me.user_id, self.node_id, target.user_id,
+            User(name=target.name, kind=target.kind),  # type: ignore[arg-type]
+            target.nodes[0] if target.nodes else self.node_id), self.challenge_caps)
+        await self.to_user(target.user_id, target.nodes, [event_frame(received)])
+        return p.ChallengeCreated(id=m.id, challenge_id=challenge_id)
+
+    async def accept_challenge(self, me: Member, m: p.AcceptChallenge) -> p.ServerMessage:
+        """``game_started``, ``challenge_ended`` (accepted), then ok."""
+        me = await self.fresh(me)
+        entry = await self.challenges.get(m.challenge_id)
+        if entry is None or entry.target_id != me.user_id:
+            raise ProtocolError(f"no pending challenge {m.challenge_id} for you",
+                                code=ErrorCode.NOT_FOUND)
+        received = entry.received
+        challenger = Online(entry.challenger_id, received.from_.name, received.from_.kind)
+        await self.check_can_play(me, challenger)  # refused: it stays pending
+        entry = await self.challenges.answer(m.challenge_id, me.user_id)
+        seats = [challenger, me.online()]
+        if received.color == "random":
+            secrets.SystemRandom().shuffle(seats)
+        elif received.color == 1:
+            seats.reverse()
+        ended = event_frame(p.ChallengeEnded(challenge_id=m.challenge_id, reason="accepted"))
+        offer = Offer(received.game, dict(received.options), received.clock,
+                      bool(received.rated))
+        try:
+            await self.start_game(offer, (seats[0], seats[1]),
+                                  {entry.challenger_id: lambda _: [ended]})
+        except BaseException:
+            await self.tell_ended(entry, "cancelled", None)
+            raise
+        me.send(ended)
+        return p.Ok(id=m.id)
+
+    async def decline_challenge(self, me: Member, m: p.DeclineChallenge) -> p.ServerMessage:
+        entry = await self.challenges.answer(m.challenge_id, me.user_id)
+        await self.tell_ended(entry, "declined", m.message)
+        return p.Ok(id=m.id)
+
+    async def cancel_challenge(self, me: Member, m: p.CancelChallenge) -> p.ServerMessage:
+        entry = await self.challenges.withdraw(m.challenge_id, me.user_id)
+        await self.tell_ended(entry, "cancelled", None)
+        return p.Ok(id=m.id)
+
+    async def tell_ended(self, entry: Challenge, reason: str, message: str | None) -> None:
+        frame = event_frame(p.ChallengeEnded(challenge_id=entry.challenge_id,
+                                             reason=reason,  # type: ignore[arg-type]
+                                             message=message))
+        for user_id, name in ((entry.challenger_id, entry.received.from_.name),
+                              (entry.target_id, entry.target.name)):
+            await self.tell(user_id, name, [frame])
+
+    # -- games between users on any nodes ------------------------------------------------
+    async def start_game(self, offer: Offer, seats: tuple[Online, Online],
+                         after: dict[int, AfterStart]) -> GameRoom:
+        """Start a game here between two online users (the first takes seat 0), each shown
+        with their rating in the game's pool as stored now; each user's connections, here
+        and on other nodes, get ``game_started``, then ``after[user](room)``."""
+        where: list[tuple[str, ...]] = []
+        seated: list[list[Any]] = []
+        for user in seats:
+            found = await self.find(user.name)
+            nodes = found.nodes if found else ()
+            where.append(nodes)
+            here = self.members.get(user.user_id)
+            seated.append([*(here.sessions if here is not None else ()),
+                           *self.reach.seats_elsewhere(user.user_id, self._others(nodes))])
+        stored = await self.store.ratings.of_users(  # a guest has none
+            [user.user_id for user in seats if user.kind != "guest"], offer.game)
+        period_s = self.members.rating_period_s
+        players = tuple(Player(user.user_id, user.name, user.kind, next(
+            (shown(pool, period_s) for pool in stored.get(user.user_id, ())), None))
+            for user in seats)
+        room = await self.games.start(offer.game, offer.options, offer.clock,
+                                      (players[0], players[1]), seated, rated=offer.rated)
+        started = room.events[0][1] if room.events else event_frame(
+            p.GameStarted(game_id=room.game_id, seq=1, snapshot=room.snapshot()))
+        for user, nodes in zip(seats, where, strict=True):
+            extra = after[user.user_id](room) if user.user_id in after else []
+            self.members.send(user.user_id, extra)
+            others = self._others(nodes)
+            if others:
+                await self.reach.seat_elsewhere(room, user.user_id, others, started, extra)
+        return room
+
+    def _others(self, nodes: Iterable[str]) -> list[str]:
+        return [node for node in nodes if node != self.node_id]
+
+
+def _seek_taken(seek_id: int, room: GameRoom) -> bytes:
+    return event_frame(p.SeekTaken(seek_id=seek_id, game_id=room.game_id))
+
+
+__all__ = ["Lobby", "Member", "Members", "Offer", "check_rated"]

@@ -13,16 +13,20 @@ A lock is there to slow down whoever guesses a password, not to keep its owner o
   ``base_s``, doubled each time, but never longer than ``max_s`` (at most 15 minutes);
 - a success forgets the pair's failures, and so does an hour without one.
 
-The table is in the server's memory: a restart forgets it, and in a cluster each node keeps
-its own. It holds only pairs that failed lately (swept as ``ratelimit.BucketTable`` is), and
-each entry cost its sender a password hash, which the hash queue and the per-address login
-limit ration.
+The accounts ask a ``LockoutStore``, the topology's (:mod:`server.seam`): a lone server's
+is :class:`MemoryLockout`, this module's table in its memory (a restart forgets it); a
+cluster's is in Redis (``server.cluster.lockout.RedisLockout``, the same rule in one Lua
+script), so that an attacker gets no more attempts by spreading them over the nodes. The
+table holds only pairs that failed lately (swept as ``ratelimit.BucketTable`` is), and each
+entry cost its sender a password hash, which the hash queue and the per-address login limit
+ration.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 LOCKOUT_CEILING_S = 900.0
 """No lock is ever longer than this (15 minutes), whatever the settings say."""
@@ -101,6 +105,48 @@ class Lockout:
 
     def __len__(self) -> int:
         return len(self._pairs)
+
+
+class LockoutStore(Protocol):
+    """The failures and locks of (account, address) pairs (see the module docstring)."""
+
+    async def locked_for(self, key: Key) -> float:
+        """Seconds the pair stays locked (0.0 if it is not)."""
+
+    async def failed(self, key: Key) -> tuple[bool, float]:
+        """A wrong password from the pair, known now: whether it counted, and the seconds
+        the pair is locked for from now (0.0 if it is not)."""
+
+    async def succeeded(self, key: Key) -> None:
+        """The right password from the pair: forget its failures."""
+
+    def sweep(self, now: float | None = None) -> int:
+        """Forget what this process holds of pairs long quiet; how many."""
+
+    def __len__(self) -> int: ...
+
+
+class MemoryLockout:
+    """``LockoutStore`` in this process's memory (a lone server): a :class:`Lockout`."""
+
+    def __init__(self, after: int = 5, base_s: float = 30.0,
+                 max_s: float = LOCKOUT_CEILING_S) -> None:
+        self.table = Lockout(after, base_s, max_s)
+
+    async def locked_for(self, key: Key) -> float:
+        return self.table.locked_for(key)
+
+    async def failed(self, key: Key) -> tuple[bool, float]:
+        return self.table.failed(key)
+
+    async def succeeded(self, key: Key) -> None:
+        self.table.succeeded(key)
+
+    def sweep(self, now: float | None = None) -> int:
+        return self.table.sweep(now)
+
+    def __len__(self) -> int:
+        return len(self.table)
 
 
 class KnownPairs:

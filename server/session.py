@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -40,6 +40,7 @@ from .storage import WriteFailed, token_digest
 if TYPE_CHECKING:
     from .app import App
     from .lobby import Member
+    from .seam import Caller
     from .storage import PoolRating, User
 
 log = logging.getLogger(__name__)
@@ -232,7 +233,7 @@ class Session:
         self._deadline = None
         if self.proto.phase is p.Phase.AUTHENTICATED:
             return  # a logout arms it again
-        if self.rooms or self in self.app.lobby.subscribers:
+        if self.rooms or self in self.app.members.subscribers:
             self.arm_auth_deadline()  # a spectator: looked at again later
             return
         self.close_at_once(p.CLOSE_TOO_SLOW_TO_START,
@@ -263,7 +264,7 @@ class Session:
             elif self.bad_frames > MAX_BAD_FRAMES:
                 self.close(p.CLOSE_POLICY_VIOLATION, "too many bad frames")
             return
-        wait = 0.0 if self.is_free(request) else await self.spend()
+        wait = 0.0 if await self.is_free(request) else await self.spend()
         if wait:
             self.reply_error(p.ProtocolError(
                 "too many requests; slow down", code=p.ErrorCode.RATE_LIMITED,
@@ -332,11 +333,11 @@ class Session:
             wait = await self.app.account_requests.take(self.user.id)
         return wait
 
-    def is_free(self, request: p.ClientMessage) -> bool:
+    async def is_free(self, request: p.ClientMessage) -> bool:
         """Declining a challenge you were sent costs nothing: how many come is up to the
         challengers (whose budgets they spend), so a flood of them must not take the
-        target's budget for its moves (issue 16). A decline of anything else is charged."""
-        return isinstance(request, p.DeclineChallenge) and self.app.lobby.is_pending_for(
+        target's budget for its moves. A decline of anything else is charged."""
+        return isinstance(request, p.DeclineChallenge) and await self.app.lobby.is_pending_for(
             request.challenge_id, self.member)
 
     def reply_error(self, exc: p.ProtocolError, request_id: int | None = None) -> None:
@@ -348,7 +349,7 @@ class Session:
         """This connection is now logged in as ``user`` (with ``token``; ``ratings``:
         theirs as stored now)."""
         self.user, self.token, self.token_digest = user, token, token_digest(token)
-        self.member = self.app.lobby.join(user.id, user.name, user.kind, self, ratings)
+        self.member = self.app.members.join(user.id, user.name, user.kind, self, ratings)
 
     def me(self) -> Member:
         """The logged-in member (handlers of authenticated requests only)."""
@@ -395,18 +396,52 @@ class Session:
         rooms = list(self.rooms.values())
         user = self.user
         self.rooms.clear()
-        self.app.lobby.subscribers.discard(self)
+        self.app.members.subscribers.discard(self)
         if self.member is not None:
             member, self.member = self.member, None
-            self.app.lobby.leave(member, self)
-            if self.app.cluster is not None and not member.sessions:
+            if self.app.members.leave(member, self):
                 try:
-                    await self.app.cluster.lobby.left(member)
+                    await self.app.lobby.left(member)
                 except Exception as exc:  # Redis away: the node's presence goes with it
-                    log.warning("cluster: leaving the lobby: %s", exc)
+                    log.warning("leaving the lobby: %s", exc)
         for room in rooms:
             seat = room.seat_of(user.id) if user else None
             if seat is not None:
                 await room.player_disconnected(seat, self)
             else:
                 room.unsubscribe(self)
+
+
+class Forwarded:
+    """A request another process forwarded here, as its handler sees a connection: the
+    user it came from, and the frames its handler sends (taken back to that process, which
+    gives them to its client). It runs through the same handler table as a connection's
+    own requests (``Placement.forward``)."""
+
+    def __init__(self, app: App, user: Caller) -> None:
+        self.app = app
+        self.user: Caller | None = user
+        self.member = None
+        self.peer = "forwarded"
+        self.rooms: dict[str, Watched] = {}
+        self.frames: list[bytes] = []
+
+    def uid(self) -> int:
+        assert self.user is not None
+        return self.user.id
+
+    def send(self, message: p.ServerMessage) -> None:
+        self.frames.append(p.encode(message))
+
+    def send_trusted(self, cls: type[p.Message], **fields: Any) -> None:
+        self.frames.append(p.encode_trusted(cls, **fields))
+
+    def send_frame(self, frame: bytes) -> None:
+        self.frames.append(frame)
+
+    async def run(self, message: p.ClientMessage) -> list[bytes]:
+        """Handle ``message``: the frames its handler sent (a refusal raises)."""
+        reply = await HANDLERS[type(message)](cast(Any, self), message)
+        if reply is not None:
+            self.send(reply)
+        return self.frames

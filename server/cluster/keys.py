@@ -108,6 +108,16 @@ class Keys:
         return f"{self.prefix}seeks:range"
 
     @property
+    def seek_addresses(self) -> str:
+        """Hash: open seek id -> the address of the connection that opened it."""
+        return f"{self.prefix}seeks:address"
+
+    @property
+    def seeks_per_address(self) -> str:
+        """Hash: address -> how many open seeks it has (non-zero counts only)."""
+        return f"{self.prefix}seeks:addresses"
+
+    @property
     def seeks_matching_prefix(self) -> str:
         return f"{self.prefix}seeks:offer:"
 
@@ -142,6 +152,22 @@ class Keys:
         return f"{self.challenges_of_prefix}{user_id}"
 
     @property
+    def challenges_out_prefix(self) -> str:
+        return f"{self.prefix}challenges:out:"
+
+    @property
+    def challenges_in_prefix(self) -> str:
+        return f"{self.prefix}challenges:in:"
+
+    def challenges_out(self, user_id: int) -> str:
+        """Set: the pending challenges a user made (a cap counts them)."""
+        return f"{self.challenges_out_prefix}{user_id}"
+
+    def challenges_in(self, user_id: int) -> str:
+        """Set: the pending challenges a user received (a cap counts them)."""
+        return f"{self.challenges_in_prefix}{user_id}"
+
+    @property
     def rematches(self) -> str:
         """Hash: finished game id -> "offering seat:seat 0's user id:seat 1's user id"."""
         return f"{self.prefix}rematches"
@@ -163,6 +189,11 @@ class Keys:
     def ladder_leader(self) -> str:
         """String, PX: the node that pairs the ladder's rounds (``node/incarnation``)."""
         return f"{self.prefix}ladder:leader"
+
+    def lockout(self, account: int, address: str) -> str:
+        """Hash: one (account, address) pair's failed logins and lock (``count``,
+        ``until``)."""
+        return f"{self.prefix}lockout:{account}:{address}"
 
     def bucket(self, scope: str, subject: str | int) -> str:
         """Hash: one token bucket (``scope`` names the limit, e.g. ``account``)."""

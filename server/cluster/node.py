@@ -1,9 +1,10 @@
 """``tessera serve --cluster URL``: the server as a node of a cluster, and what makes it one.
 
-A :class:`ClusterNode` owns the node's link to Redis (``Bus``), its ``Leases`` and its
-entry in the ``NodeRegistry``, and is handed to the :class:`~server.app.App` as one
-optional part (``App.cluster``; None on a lone server, which owns every game). It makes
-the games of the process a cluster's (docs/SCALING.md, sections 2 and 9):
+A :class:`ClusterNode` is a node's side of the seam (``server.seam.Topology``; a lone
+server's is ``server.local``): it owns the node's link to Redis (``Bus``), its ``Leases``
+and its entry in the ``NodeRegistry``, the lobby's stores in Redis (``lobbystore``,
+``presence``), the ladder's roster, the budgets and revocations shared by every node. It
+makes the games of the process a cluster's (docs/SCALING.md):
 
 - **Ownership.** A game started here is leased first and created at epoch 0; its room
   (``owned.owned_room_class``) publishes every event on the game's channel and writes
@@ -40,11 +41,10 @@ import dataclasses
 import itertools
 import logging
 import random
-import signal
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgpack
 from prometheus_client.core import (
@@ -56,29 +56,30 @@ from prometheus_client.core import (
 from redis.exceptions import RedisError
 
 import protocol as p
-from server import collector, wire
-from server.app import running_server
+from server import wire
 from server.config import Settings
 from server.revocation import close_revoked
-from server.rooms import NOT_STORED_RETRY_MS, GameRoom, Player
+from server.rooms import NOT_STORED_RETRY_MS, GameRoom
+from server.seam import Caller
 from server.tasks import checkpoint, stop
 
 from .bus import UNKNOWN_OP, Bus
 from .config import ClusterSettings
 from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
-from .feeds import Revocations
+from .feeds import Feed, Revocations
 from .keys import Keys, as_str
-from .ladder import ClusterLadder
+from .ladder import RedisRoster
 from .leases import Leases, LostReason, owner_node, owner_value
 from .limits import RedisTokenBuckets
-from .lobby import ClusterLobby
+from .lobbystore import RedisChallenges, RedisRematches, RedisSeeks
+from .lockout import RedisLockout
 from .nodes import NodeRegistry
 from .owned import RemoteSeat, owned_room_class
+from .presence import RedisPresence
 from .remote import SNAPSHOT, RemoteGame
 
 if TYPE_CHECKING:
-    from server.app import App
-    from server.session import Session
+    from server.seam import Asker, GameRequest, Host, Seated
 
 log = logging.getLogger(__name__)
 
@@ -154,27 +155,108 @@ class NodeMetrics:
                      ("+Inf", cumulative[-1])], sum_value=stats.rtt_s)
 
 
-class ClusterNode:
-    """A node's part in the cluster (see the module docstring)."""
+class ClusterReach:
+    """``seam.Reach`` on a node: lobby events through the lobby feed, a user's events
+    through the nodes they are connected to."""
 
-    def __init__(self, settings: ClusterSettings, bus: Bus) -> None:
-        self.settings = settings
+    def __init__(self, node: ClusterNode) -> None:
+        self.node = node
+        self.feed = Feed(node.bus, node.keys.lobby_channel, self._deliver)
+
+    def _deliver(self, frame: bytes) -> None:
+        self.node.host.members.tell_subscribers(frame)
+
+    async def announce(self, frame: bytes) -> None:
+        await self.feed.announce(frame)
+
+    async def send_elsewhere(self, user_id: int, nodes: Iterable[str],
+                             frames: list[bytes]) -> None:
+        for node in nodes:
+            with contextlib.suppress(Exception):
+                await self.node.bus.request(node, "to_user", {"u": user_id, "frames": frames})
+
+    def seats_elsewhere(self, user_id: int, nodes: Iterable[str]) -> list[Seated]:
+        return [RemotePlayer(self.node, node, user_id) for node in nodes]
+
+    async def seat_elsewhere(self, room: GameRoom, user_id: int, nodes: Iterable[str],
+                             started: bytes, after: list[bytes]) -> None:
+        await asyncio.gather(*(self.node.seat_remote(node, room, user_id, started, after)
+                               for node in nodes))
+
+    async def look_again(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.node.refresh_nodes()
+
+    async def serve_to_user(self, body: dict[str, Any], _sender: str) -> None:
+        self.node.host.members.send(body["u"], body["frames"])
+
+
+class RemotePlayer:
+    """A player of a starting game who is connected to another node (``Games.start``
+    seats them): present in the game through their node."""
+
+    def __init__(self, node: ClusterNode, node_id: str, user_id: int) -> None:
+        self.node = node
+        self.node_id = node_id
+        self.user_id = user_id
+
+    async def joined_game(self, room: GameRoom) -> None:
+        seat = room.seat_of(self.user_id)
+        if seat is not None:
+            await self.node.seat_present(room, self.node_id, seat)
+
+
+class ClusterRevocations:
+    """``seam.Revocations`` on a node: a logout closes the token's connections on every
+    node at once (the database poll stays the safety net)."""
+
+    def __init__(self, node: ClusterNode) -> None:
+        self.feed = Revocations(node.bus, node.revoked)
+
+    async def announce(self, digests: list[str]) -> None:
+        await self.feed.announce(digests)
+
+
+class ClusterNode:
+    """A node's side of the seam (``server.seam.Topology``; see the module docstring)."""
+
+    def __init__(self, settings: Settings, cluster: ClusterSettings, bus: Bus) -> None:
+        self.settings = cluster
         self.bus = bus
         self.keys = bus.keys
-        self.node_id = settings.node_id
-        self.leases = Leases(bus.redis, self.keys,
-                             owner_value(settings.node_id, settings.incarnation),
-                             ttl_ms=settings.lease_ms, on_lost=self._lease_lost)
+        self.node_id = cluster.node_id
+        self.description = f"node {cluster.node_id} of cluster {cluster.name}"
+        self.shares_database = True
+        owner = owner_value(cluster.node_id, cluster.incarnation)
+        self.leases = Leases(bus.redis, self.keys, owner, ttl_ms=cluster.lease_ms,
+                             on_lost=self._lease_lost)
         self.registry: NodeRegistry | None = None
-        self.live_nodes: set[str] = {settings.node_id}
+        self.live_nodes: set[str] = {cluster.node_id}
         self.dead_owners: frozenset[str] = frozenset()  # lease values of dead processes
         self._nodes_read = -1.0  # when live_nodes and dead_owners were read (loop time)
         self._swept_for: frozenset[str] = frozenset()  # dead owners _watch_nodes swept for
-        self.lobby = ClusterLobby(self)
-        self.revocations = Revocations(bus, self._revoked)
+        # the seam's parts (server.seam.Topology)
+        self.placement = self
+        self.reach = ClusterReach(self)
+        self.presence = RedisPresence(bus.redis, self.keys, cluster.node_id,
+                                      lambda: self.live_nodes)
+        self.seeks = RedisSeeks(bus.redis, self.keys)
+        self.challenges = RedisChallenges(bus.redis, self.keys)
+        self.rematches = RedisRematches(bus.redis, self.keys)
+        self.account_requests = RedisTokenBuckets(bus.redis, self.keys, "requests",
+                                                  settings.account_rate,
+                                                  settings.account_burst)
+        self.account_chat = RedisTokenBuckets(bus.redis, self.keys, "chat",
+                                              settings.chat_rate, settings.chat_burst)
+        self.revocations = ClusterRevocations(self)
+        self.lockout = RedisLockout(bus.redis, self.keys, settings.login_lockout_after,
+                                    settings.login_lockout_base_s,
+                                    settings.login_lockout_max_s)
+        self.roster = RedisRoster(bus.redis, self.keys, owner,
+                                  int(max(5.0, 3 * settings.ladder_round_s) * 1000))
         self.remote: dict[str, RemoteGame] = {}
         self.stats = NodeStats()
-        self._app: App | None = None
+        self._host: Host | None = None
         self._subscribing: dict[str, asyncio.Future[None]] = {}
         self._seats: dict[tuple[str, str, int], RemoteSeat] = {}
         self._taking: dict[str, asyncio.Task[bool]] = {}
@@ -185,39 +267,31 @@ class ClusterNode:
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @property
-    def app(self) -> App:
-        assert self._app is not None, "the node is not attached to an app"
-        return self._app
+    def host(self) -> Host:
+        assert self._host is not None, "the node is not bound to a server"
+        return self._host
 
-    # -- lifecycle -----------------------------------------------------------------------
-    def attach(self, app: App) -> None:
-        """Make ``app``'s games this node's (before it serves anyone)."""
-        self._app = app
-        app.cluster = self
-        app.games.make_room = owned_room_class(self)
-        app.games.ownership = self
-        app.rematches = self.lobby.rematches  # offers across nodes, in Redis
-        settings = app.settings  # an account's budgets, one over every node
-        app.account_requests = RedisTokenBuckets(self.bus.redis, self.keys, "requests",
-                                                 settings.account_rate, settings.account_burst)
-        app.account_chat = RedisTokenBuckets(self.bus.redis, self.keys, "chat",
-                                             settings.chat_rate, settings.chat_burst)
-        app.ladder = ClusterLadder(  # bots on any nodes, paired by one node
-            self, owner_value(self.settings.node_id, self.settings.incarnation))
+    # -- lifecycle (server.seam.Topology) ------------------------------------------------
+    def bind(self, host: Host) -> None:
+        self._host = host
+        host.metrics.registry.register(NodeMetrics(self))
+
+    async def prepare(self) -> None:
+        """Serve the other nodes; hold leases; look for games nobody owns (before
+        listening: a node restores nothing, it takes games over as they need an owner)."""
         for op, handler in (("game", self._serve_game), ("follow", self._serve_follow),
                             ("seat", self._serve_seat), ("events", self._serve_events),
                             ("seat_player", self._serve_seat_player),
-                            ("to_user", self.lobby.serve_to_user)):
+                            ("to_user", self.reach.serve_to_user)):
             self.bus.serve(op, handler)
         self.leases.start()
         self.spawn(self._sweep_forever())
-        app.metrics.registry.register(NodeMetrics(self))
 
     async def start(self, address: str) -> None:
-        """Join: the registry (heartbeats), the lobby's feed."""
+        """Join: the registry (heartbeats), the lobby's feed, the revocations' feed."""
         self.registry = NodeRegistry(
             self.bus.redis, self.keys, self.node_id, self.settings.incarnation, address,
-            report=lambda: (self.leases.held, len(self.app.sessions)),
+            report=lambda: (self.leases.held, len(self.host.sessions)),
             on_dead=self._node_dead, interval_s=self.settings.heartbeat_s,
             dead_after_s=self.settings.dead_after_s, channel=self.bus.channel)
         with contextlib.suppress(RedisError):
@@ -227,13 +301,24 @@ class ClusterNode:
             await self.refresh_nodes()
         self.spawn(self._watch_nodes())
         self.spawn(self.sweep())  # an earlier process of this node's games, at once
-        await self.lobby.start()
-        await self.revocations.start()
+        await self.reach.feed.start()
+        await self.revocations.feed.start()
 
-    def _revoked(self, digests: list[str]) -> None:
+    def compact(self) -> None:
+        """Nothing: the lobby's state is in Redis."""
+
+    # -- placement (server.seam.Placement) -----------------------------------------------
+    def room_class(self) -> Callable[..., GameRoom]:
+        return owned_room_class(self)
+
+    async def playing_counts(self, user_ids: list[int]) -> dict[int, int]:
+        return await self.host.store.playing_counts(user_ids)
+
+    def revoked(self, digests: list[str]) -> None:
         """Tokens revoked on another node (a logout): their connections here close now
         (the database poll, ``revocation.enforce_revocations``, stays the safety net)."""
-        close_revoked(self.app.sessions, set(digests))
+        if self._host is not None:
+            close_revoked(self.host.sessions, set(digests))
 
     async def refresh_nodes(self, *, within_s: float = 0.0) -> None:
         """Look up the nodes alive now (``live_nodes``: whose presence counts) and the
@@ -256,7 +341,7 @@ class ClusterNode:
         """A node died: its players' connections are gone from the games owned here."""
         for key in [key for key in self._seats if key[1] == node_id]:
             seat = self._seats.pop(key)
-            room = self.app.games.live(seat.game_id)
+            room = self.host.games.live(seat.game_id)
             if room is not None:
                 self.spawn(room.player_disconnected(seat.seat, seat))
 
@@ -347,7 +432,7 @@ class ClusterNode:
         return self.leases.holds(game_id)
 
     def _lease_lost(self, game_id: str, reason: LostReason) -> None:
-        if reason == "expired" and self.app.games.live(game_id) is not None:
+        if reason == "expired" and self.host.games.live(game_id) is not None:
             # The key is gone, not taken (Redis restarted and forgot it): take it again.
             # Safe: had another node taken the game meanwhile, it bumped the epoch, and
             # the database refuses our writes.
@@ -368,7 +453,7 @@ class ClusterNode:
     def lost(self, game_id: str, why: str) -> None:
         """Stop running a game another node owns now; its connections here follow it
         from the store and then from the new owner."""
-        room = self.app.games.forget(game_id)
+        room = self.host.games.forget(game_id)
         if room is None:
             return
         room.lost = True  # type: ignore[attr-defined]
@@ -400,7 +485,7 @@ class ClusterNode:
     async def _rehome_once(self, game_id: str) -> None:
         remote = await self._remote_game(game_id)
         try:
-            stored = await self.app.store.get_game(game_id)
+            stored = await self.host.store.get_game(game_id)
             found = self._orphans.pop(game_id, None)
             if stored is None or found is None:
                 return
@@ -429,7 +514,7 @@ class ClusterNode:
         return await asyncio.shield(task)
 
     async def _take_over(self, game_id: str) -> bool:
-        games = self.app.games
+        games = self.host.games
         if games.live(game_id) is not None:
             return True
         try:
@@ -438,8 +523,8 @@ class ClusterNode:
         except RedisError:
             return False
         try:
-            epoch = await self.app.store.take_over_game(game_id)
-            stored = None if epoch is None else await self.app.store.get_game(game_id)
+            epoch = await self.host.store.take_over_game(game_id)
+            stored = None if epoch is None else await self.host.store.get_game(game_id)
             if epoch is None or stored is None or stored.info.status != "playing":
                 await self.leases.release(game_id)
                 return False
@@ -490,8 +575,8 @@ class ClusterNode:
     async def sweep(self) -> int:
         """Take over the games in progress that nobody owns, or a dead process owns (its
         leases broken first); how many were taken."""
-        games = self.app.games
-        ids = [g for g in await self.app.store.playing_game_ids() if games.live(g) is None]
+        games = self.host.games
+        ids = [g for g in await self.host.store.playing_game_ids() if games.live(g) is None]
         if not ids:
             return 0
         values = await self.bus.redis.mget([self.keys.lease(g) for g in ids])
@@ -518,8 +603,13 @@ class ClusterNode:
         the games owned here are forgotten, and its games are looked for at once (first:
         their players wait)."""
         self.spawn(self.sweep())
-        self.spawn(self.lobby.reap(node_id))
+        self.spawn(self._reap(node_id))
         self._forget_seats_of(node_id)
+
+    async def _reap(self, node_id: str) -> None:
+        """A dead node's members: those now offline everywhere lose their offers."""
+        for user in await self.presence.reap(node_id):
+            await self.host.lobby.gone(user)
 
     def _drop_seats(self, game_id: str) -> None:
         for key in [key for key in self._seats if key[0] == game_id]:
@@ -536,7 +626,7 @@ class ClusterNode:
         deadline = loop.time() + self.settings.lease_ms / 1000 + self.settings.request_timeout_s
         problem: BaseException | None = None
         while True:
-            if self.app.games.live(game_id) is not None:
+            if self.host.games.live(game_id) is not None:
                 return LOCAL
             try:
                 value = self._owners.pop(game_id, None) or await self.leases.owner_of(game_id)
@@ -611,29 +701,36 @@ class ClusterNode:
         return reply
 
     async def _playing(self, game_id: str) -> bool:
-        stored = await self.app.store.get_game(game_id)
+        stored = await self.host.store.get_game(game_id)
         return stored is not None and stored.info.status == "playing"
 
-    async def game_request(self, s: Session, game_id: str, op: str, **fields: Any
-                           ) -> dict[str, Any] | None:
-        """A player's action on a game owned elsewhere: the owner's reply (its ``seq``),
-        the events it caused relayed first; None if the game is to be found here."""
+    async def forward(self, s: Asker, message: GameRequest) -> bool:
+        """A player's request about a game owned elsewhere, sent as it is to the owner:
+        the events it caused relayed here, then the owner's frames given to ``s``; False
+        if the game is to be found here. A refusal raises, as the owner made it."""
         user = s.user
         assert user is not None
-        body = {"g": game_id, "op": op, "u": user.id, "name": user.name, "kind": user.kind,
-                **fields}
+        game_id = message.game_id
+        body = {"g": game_id, "m": p.encode(message), "u": user.id, "name": user.name,
+                "kind": user.kind}
         reply = await self.call_owner(game_id, "game", body)
         if not isinstance(reply, dict):
-            return None
-        if op == "move":
+            return False
+        if "refused" in reply:
+            code, text, retry = reply["refused"]
+            raise p.ProtocolError(text, code=p.ErrorCode(code), game_id=game_id,
+                                  retry_after_ms=retry)
+        if isinstance(message, p.Move):
             self.stats.forwarded_moves += 1
         remote = self.remote.get(game_id)
-        events = [(seq, frame) for seq, frame in reply.get("ev", ())]
         if remote is not None:
-            remote.deliver_all(events, over=reply.get("over", False))
-        return reply
+            remote.deliver_all([(seq, frame) for seq, frame in reply["ev"]],
+                               over=reply["over"])
+        for frame in reply["out"]:
+            s.send_frame(frame)
+        return True
 
-    async def follow(self, s: Session, game_id: str, request_id: int,
+    async def follow(self, s: Asker, game_id: str, request_id: int,
                      since_seq: int | None, *, as_player: bool) -> bool:
         """Watch or resume a game owned elsewhere, replying to the client; False if the
         game is to be found here (run here now, or over)."""
@@ -663,7 +760,7 @@ class ClusterNode:
 
     async def active_games(self, user_id: int) -> list[str]:
         """A user's games in progress, wherever they are run."""
-        return await self.app.store.playing_game_ids(user_id)
+        return await self.host.store.playing_game_ids(user_id)
 
     # -- remote games (remote.Links) -----------------------------------------------------
     async def _remote_game(self, game_id: str) -> RemoteGame:
@@ -746,7 +843,7 @@ class ClusterNode:
                 remote.deliver_all(((seq, frame) for seq, frame in reply["ev"]),
                                    over=reply.get("over", False))
             return
-        stored = await self.app.store.get_game(game_id)  # over (or run here now)
+        stored = await self.host.store.get_game(game_id)  # over (or run here now)
         if stored is not None:
             snapshot = wire.stored_snapshot(stored)
             remote.deliver(snapshot.seq, SNAPSHOT, p.encode(p.GameState(game=snapshot)))
@@ -764,37 +861,38 @@ class ClusterNode:
         Redis may have restarted empty: this node's members are online again."""
         for remote in list(self.remote.values()):
             self.catch_up(remote)
-        if self._app is not None:
-            for member in list(self._app.lobby.members.values()):
-                self.spawn(self.lobby.rejoin(member))
+        if self._host is not None:
+            for member in list(self.host.members.by_id.values()):
+                self.spawn(self._rejoin(member))
+
+    async def _rejoin(self, member: Any) -> None:
+        """Say again that a member is here (Redis may have lost it)."""
+        with contextlib.suppress(Exception):
+            await self.host.lobby.joined(member)
 
     # -- serving the other nodes -----------------------------------------------------------
     def _owned(self, game_id: str) -> GameRoom:
-        room = None if self._app is None else self._app.games.live(game_id)
+        room = None if self._host is None else self.host.games.live(game_id)
         if room is None or not self.leases.holds(game_id):
             raise RemoteError(NOT_OWNER, f"node {self.node_id} does not run {game_id}")
         self.stats.served += 1
         return room
 
     async def _serve_game(self, body: dict[str, Any], _sender: str) -> dict[str, Any]:
+        """A request forwarded by the node its player is connected to: run by the handler
+        it would have had here (``Host.serve_forwarded``); its frames, the events it
+        caused, or its refusal."""
         room = self._owned(body["g"])
-        op, user_id = body["op"], body["u"]
+        message = p.decode_client(body["m"])
+        if getattr(message, "game_id", None) != room.game_id:
+            raise RemoteError("bad_request", "a forwarded request is about its game")
         before = room.seq
-        seq = None
-        if op == "move":
-            seq = await room.play(user_id, p.Move(id=1, game_id=room.game_id,
-                                                  ply=body["ply"], move=body["move"]))
-        elif op == "resign":
-            await room.resign(user_id)
-        elif op == "abort":
-            await room.abort(user_id)
-        elif op == "claim_win":
-            await room.claim_win(user_id)
-        elif op == "chat":
-            await room.chat(Player(user_id, body["name"], body["kind"]), body["text"])
-        else:
-            raise RemoteError("unknown_op", f"no game op {op!r}")
-        return {"seq": seq, "ev": events_after(room, before), "over": not room.status.live}
+        try:
+            out = await self.host.serve_forwarded(
+                Caller(body["u"], body["name"], body["kind"]), cast("GameRequest", message))
+        except p.ProtocolError as exc:
+            return {"refused": [str(exc.code), str(exc), exc.retry_after_ms]}
+        return {"out": out, "ev": events_after(room, before), "over": not room.status.live}
 
     async def _serve_follow(self, body: dict[str, Any], sender: str) -> dict[str, Any]:
         room = self._owned(body["g"])
@@ -849,8 +947,8 @@ class ClusterNode:
 
     async def _serve_seat_player(self, body: dict[str, Any], _sender: str) -> None:
         game_id = body["g"]
-        member = self.app.lobby.members.get(body["u"])
-        if member is None or self.app.games.live(game_id) is not None:
+        member = self.host.members.get(body["u"])
+        if member is None or self.host.games.live(game_id) is not None:
             return
         remote = await self._remote_game(game_id)
         try:
@@ -901,13 +999,11 @@ def unavailable(game_id: str | None, exc: BaseException) -> p.ProtocolError:
                            code=p.ErrorCode.INTERNAL_ERROR, game_id=game_id)
 
 
-async def run_node(settings: Settings, cluster: ClusterSettings,
-                   ready_file: str | None = None) -> None:
-    """Serve as a cluster node until SIGTERM or SIGINT."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+@contextlib.asynccontextmanager
+async def cluster_node(settings: Settings, cluster: ClusterSettings
+                       ) -> AsyncIterator[ClusterNode]:
+    """A node of ``cluster`` (its link to Redis open), to run the server with; closed on
+    exit (its leases given up), once the server has stored what it held."""
     keys = Keys(cluster.name)
     node: ClusterNode | None = None
 
@@ -917,22 +1013,11 @@ async def run_node(settings: Settings, cluster: ClusterSettings,
 
     async with Bus(cluster.url, keys, cluster.node_id, on_gap=on_gap,
                    request_timeout_s=cluster.request_timeout_s) as bus:
-        node = ClusterNode(cluster, bus)
+        node = ClusterNode(settings, cluster, bus)
         try:
-            async with running_server(settings, cluster=node) as running:
-                await node.start(f"{settings.host}:{running.port}")
-                collector.tune_gc()
-                running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
-                if ready_file:
-                    with open(ready_file, "w") as f:
-                        f.write(f"{running.port}\n")
-                print(f"tessera: node {cluster.node_id} of cluster {cluster.name} listening "
-                      f"on ws://{settings.host}:{running.port}/ws; the lobby is at "
-                      f"http://{settings.host}:{running.port}/", flush=True)
-                await stop.wait()
-                log.info("shutting down")
+            yield node
         finally:
-            await node.close()  # after the commit queue wrote what it held
+            await node.close()
 
 
-__all__ = ["LOCAL", "ClusterNode", "run_node"]
+__all__ = ["LOCAL", "ClusterNode", "cluster_node"]

@@ -11,57 +11,20 @@ are now offline everywhere (to announce ``player_offline``) and drop its hash.
 ``join`` and ``leave`` are one Lua script each, so when two nodes race (a user connecting
 to one while leaving another) exactly one of them sees the user come online, or go.
 
-``PresenceStore`` is the interface; ``MemoryPresence`` is a lone server's.
+``server.offers.PresenceStore`` is the interface; ``MemoryPresence`` there is a lone
+server's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Protocol
 
-import msgpack
 import redis.asyncio as aioredis
 
+from server.offers import Online
 from server.storage import name_key
 
 from .keys import Keys
-
-
-@dataclass(frozen=True, slots=True)
-class Online:
-    """A user with a connection somewhere, and the nodes they are connected to."""
-
-    user_id: int
-    name: str
-    kind: str
-    nodes: tuple[str, ...] = ()
-
-    def pack(self) -> bytes:
-        packed: bytes = msgpack.packb([self.user_id, self.name, self.kind])
-        return packed
-
-    @classmethod
-    def unpack(cls, data: bytes, nodes: tuple[str, ...] = ()) -> Online:
-        user_id, name, kind = msgpack.unpackb(data)
-        return cls(user_id, name, kind, nodes)
-
-
-class PresenceStore(Protocol):
-    async def join(self, user: Online) -> bool:
-        """This node has the user's first connection here; True if they were offline
-        everywhere until now (announce ``player_online``)."""
-
-    async def leave(self, user: Online) -> bool:
-        """This node lost the user's last connection here; True if they are now offline
-        everywhere (announce ``player_offline``)."""
-
-    async def find(self, name: str) -> Online | None:
-        """The online user of this name (any letter case), with the nodes they are on."""
-
-    async def everyone(self) -> list[Online]:
-        """Every online user, by name."""
-
 
 _JOIN = """
 local before = redis.call('HEXISTS', KEYS[1], ARGV[1])
@@ -137,14 +100,15 @@ class RedisPresence:
             for node in nodes:
                 pipe.hgetall(self.keys.online(node))
             hashes = await pipe.execute()
-        records: dict[bytes, bytes] = {}
-        where: dict[bytes, list[str]] = {}
+        found: dict[bytes, Online] = {}
         for node, members in zip(nodes, hashes, strict=True):
             for key, record in members.items():
-                records[key] = record
-                where.setdefault(key, []).append(node)
-        return sorted((Online.unpack(records[key], tuple(where[key])) for key in records),
-                      key=lambda user: name_key(user.name))
+                user = Online.unpack(record)
+                known = found.get(key)
+                nodes_on = (*known.nodes, node) if known else (node,)
+                since = min(user.since_ms, known.since_ms) if known else user.since_ms
+                found[key] = Online(user.user_id, user.name, user.kind, nodes_on, since)
+        return sorted(found.values(), key=lambda user: (user.since_ms, name_key(user.name)))
 
     async def reap(self, dead_node: str) -> list[Online]:
         """Forget a dead node's members; those now offline everywhere (announce them)."""
@@ -152,26 +116,3 @@ class RedisPresence:
         others = [self.keys.online(node) for node in survivors]
         gone = await self._reap(keys=[self.keys.online(dead_node), *others])
         return [Online.unpack(record) for record in gone]
-
-
-class MemoryPresence:
-    """``PresenceStore`` of one process (a lone server: one node)."""
-
-    def __init__(self, node_id: str = "local") -> None:
-        self.node_id = node_id
-        self._online: dict[str, Online] = {}
-
-    async def join(self, user: Online) -> bool:
-        key = name_key(user.name)
-        new = key not in self._online
-        self._online[key] = Online(user.user_id, user.name, user.kind, (self.node_id,))
-        return new
-
-    async def leave(self, user: Online) -> bool:
-        return self._online.pop(name_key(user.name), None) is not None
-
-    async def find(self, name: str) -> Online | None:
-        return self._online.get(name_key(name))
-
-    async def everyone(self) -> list[Online]:
-        return [self._online[key] for key in sorted(self._online)]

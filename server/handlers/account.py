@@ -51,11 +51,10 @@ async def _authed(s: Session, request_id: int, user: User, token: str) -> p.Serv
     ratings = ([] if user.kind == "guest"
                else (await s.app.store.ratings.of_users([user.id]))[user.id])
     s.login(user, token, ratings)
-    if s.app.cluster is not None and s.member is not None and len(s.member.sessions) == 1:
-        await s.app.cluster.lobby.joined(s.member)
-    # attached by resume, not here; a cluster's games may be run by other nodes
-    active = ([room.game_id for room in s.app.games.active_of(user.id)]
-              if s.app.cluster is None else await s.app.cluster.active_games(user.id))
+    if s.member is not None and len(s.member.sessions) == 1:
+        await s.app.lobby.joined(s.member)
+    # attached by resume, not here (a game may run in another process)
+    active = await s.app.placement.active_games(user.id)
     log.info("authenticated", extra={"peer": s.peer, "user": user.name, "kind": user.kind})
     return p.Authed(id=request_id, user=s.me().wire(),
                     session_token=token, active_games=tuple(active))
@@ -65,8 +64,8 @@ async def on_logout(s: Session, m: p.Logout) -> p.ServerMessage:
     s.token_digest = None  # first: the revocation must not close this connection
     if s.token is not None:
         await s.app.accounts.end_session(s.token)
-        if s.app.cluster is not None:  # the other nodes close its connections at once
-            await s.app.cluster.revocations.announce([token_digest(s.token)])
+        # its other connections close at once, wherever they are
+        await s.app.revocations.announce([token_digest(s.token)])
     await s.detach()
     s.user = s.member = s.token = None
     s.arm_auth_deadline()  # logged out: the connection must log in again, or watch

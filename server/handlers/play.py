@@ -1,7 +1,8 @@
 """Playing: move, resign, abort, claim_win and chat, for the players of a game.
 
-On a cluster node a game run by another node is played there (``ClusterNode.game_request``:
-the owner's answer, and the events it caused, as if served here)."""
+A game not run by this process is played where it runs (``Placement.forward``: the
+request is sent as it is, handled there by these same handlers, and their frames, the
+events first, given to the client as if served here)."""
 
 from __future__ import annotations
 
@@ -12,46 +13,47 @@ import protocol as p
 from ..rooms import GameRoom, Player, refuse
 
 if TYPE_CHECKING:
+    from ..seam import GameRequest
     from ..session import Session
 
 
 async def on_move(s: Session, m: p.Move) -> None:
     room = s.app.games.live(m.game_id)
-    if room is None and s.app.cluster is not None:
-        reply = await s.app.cluster.game_request(s, m.game_id, "move", ply=m.ply, move=m.move)
-        if reply is not None:
-            s.send_trusted(p.MoveAck, id=m.id, game_id=m.game_id, ply=m.ply, seq=reply["seq"])
-            return
+    if room is None and await s.app.placement.forward(s, m):
+        return
     seq = await (room or await _game(s, m.game_id)).play(s.uid(), m)
     # the reply to every move: framed by the protocol session straight from its fields
     s.send_trusted(p.MoveAck, id=m.id, game_id=m.game_id, ply=m.ply, seq=seq)
 
 
-async def on_resign(s: Session, m: p.Resign) -> p.ServerMessage:
-    if not await _remotely(s, m.game_id, "resign"):
-        await (await _game(s, m.game_id)).resign(s.uid())
+async def on_resign(s: Session, m: p.Resign) -> p.ServerMessage | None:
+    if await _elsewhere(s, m):
+        return None
+    await (await _game(s, m.game_id)).resign(s.uid())
     return p.Ok(id=m.id)
 
 
-async def on_abort(s: Session, m: p.Abort) -> p.ServerMessage:
-    if not await _remotely(s, m.game_id, "abort"):
-        await (await _game(s, m.game_id)).abort(s.uid())
+async def on_abort(s: Session, m: p.Abort) -> p.ServerMessage | None:
+    if await _elsewhere(s, m):
+        return None
+    await (await _game(s, m.game_id)).abort(s.uid())
     return p.Ok(id=m.id)
 
 
-async def on_claim_win(s: Session, m: p.ClaimWin) -> p.ServerMessage:
-    if not await _remotely(s, m.game_id, "claim_win"):
-        await (await _game(s, m.game_id)).claim_win(s.uid())
+async def on_claim_win(s: Session, m: p.ClaimWin) -> p.ServerMessage | None:
+    if await _elsewhere(s, m):
+        return None
+    await (await _game(s, m.game_id)).claim_win(s.uid())
     return p.Ok(id=m.id)
 
 
-async def on_chat(s: Session, m: p.Chat) -> p.ServerMessage:
+async def on_chat(s: Session, m: p.Chat) -> p.ServerMessage | None:
+    if await _elsewhere(s, m):  # the chat budget is taken where the game runs
+        return None
     wait = await s.app.account_chat.take(s.uid())
     if wait:
         raise p.ProtocolError("chat: slow down", code=p.ErrorCode.RATE_LIMITED,
                               retry_after_ms=int(wait * 1000) + 1, game_id=m.game_id)
-    if await _remotely(s, m.game_id, "chat", text=m.text):
-        return p.Ok(id=m.id)
     room = s.app.games.live(m.game_id)
     if room is None:
         raise refuse(p.ErrorCode.NOT_FOUND, f"no game {m.game_id} in progress", m.game_id)
@@ -61,13 +63,10 @@ async def on_chat(s: Session, m: p.Chat) -> p.ServerMessage:
     return p.Ok(id=m.id)
 
 
-async def _remotely(s: Session, game_id: str, op: str, **fields: object) -> bool:
-    """On a cluster node, play ``op`` where the game runs if not here; False if it is
-    to be played (or answered, being over) here."""
-    cluster = s.app.cluster
-    if cluster is None or s.app.games.live(game_id) is not None:
-        return False
-    return await cluster.game_request(s, game_id, op, **fields) is not None
+async def _elsewhere(s: Session, m: GameRequest) -> bool:
+    """Whether the request was sent to the process that runs its game, and answered (not:
+    it is to be played, or answered, being over, here)."""
+    return s.app.games.live(m.game_id) is None and await s.app.placement.forward(s, m)
 
 
 async def _game(s: Session, game_id: str) -> GameRoom:

@@ -1,7 +1,7 @@
 """Watching and resuming games: watch, unwatch, resume.
 
-On a cluster node a game run by another node is followed through this node's relay of it
-(``ClusterNode.follow``), which answers the request itself."""
+A game run by another process is followed through this process's relay of it
+(``Placement.follow``), which answers the request itself."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 async def on_watch(s: Session, m: p.Watch) -> p.ServerMessage | None:
     room = s.app.games.live(m.game_id)
-    if room is None and s.app.cluster is not None and await s.app.cluster.follow(
-            s, m.game_id, m.id, None, as_player=False):
+    if room is None and await s.app.placement.follow(s, m.game_id, m.id, None,
+                                                     as_player=False):
         return None
     room = room or s.app.games.live(m.game_id)
     if room is not None:
@@ -38,8 +38,8 @@ async def on_unwatch(s: Session, m: p.Unwatch) -> p.ServerMessage:
 
 async def on_resume(s: Session, m: p.Resume) -> p.ServerMessage | None:
     room = s.app.games.live(m.game_id)
-    if room is None and s.app.cluster is not None and await s.app.cluster.follow(
-            s, m.game_id, m.id, m.since_seq, as_player=True):
+    if room is None and await s.app.placement.follow(s, m.game_id, m.id, m.since_seq,
+                                                     as_player=True):
         return None
     room = room or s.app.games.live(m.game_id)
     if room is None:

@@ -26,18 +26,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 from sqlalchemy.engine import make_url
 
 from server.app import Running, running_server
+from server.cluster.config import ClusterSettings
+from server.cluster.keys import Keys
+from server.cluster.node import cluster_node
 from server.config import Settings
 from server.storage import make_engine, redact_url, sqlite_url
 
 from .support import Clients, ServerProcess
 
 PG_URL_ENV = "TESSERA_TEST_PG_URL"
+REDIS_URL_ENV = "TESSERA_TEST_REDIS_URL"
 GRACE_MS = 400  # claim_win waits this long for an absent opponent
+NODES = 3  # the nodes of a test cluster
 
 _pg_unavailable: dict[str, str] = {}  # url -> reason ("" if reachable), once per session
+_redis_unavailable: dict[str, str] = {}  # the same for Redis
 
 
 @dataclass(frozen=True)
@@ -45,8 +52,9 @@ class TestDatabase:
     """An empty database for one test: what the server and the CLI are given."""
 
     __test__ = False  # not a test class, whatever pytest thinks of the name
-    backend: str
+    backend: str  # sqlite, postgresql, or cluster (PostgreSQL and Redis)
     url: str
+    redis_url: str | None = None
 
 
 async def _pg_reason_unavailable(url: str) -> str | None:
@@ -62,6 +70,41 @@ async def _pg_reason_unavailable(url: str) -> str | None:
         finally:
             await engine.dispose()
     return _pg_unavailable[url] or None
+
+
+async def redis_reason_unavailable(url: str) -> str | None:
+    if url not in _redis_unavailable:
+        client = aioredis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
+        try:
+            await client.ping()
+            _redis_unavailable[url] = ""
+        except Exception as exc:  # whatever the failure, the Redis tests are skipped
+            _redis_unavailable[url] = f"Redis at {url} unreachable: {type(exc).__name__}: {exc}"
+        finally:
+            await client.aclose()
+    return _redis_unavailable[url] or None
+
+
+async def redis_url_or_skip() -> str:
+    """The shared test Redis, or a skip saying why there is none."""
+    url = os.environ.get(REDIS_URL_ENV)
+    if not url:
+        pytest.skip(f"cluster tests skipped: {REDIS_URL_ENV} is not set")
+    reason = await redis_reason_unavailable(url)
+    if reason:
+        pytest.skip(reason)
+    return url
+
+
+async def forget_cluster(redis_url: str, keys: Keys) -> None:
+    """Delete a test cluster's keys."""
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        found = [key async for key in client.scan_iter(match=keys.prefix + "*", count=500)]
+        if found:
+            await client.delete(*found)
+    finally:
+        await client.aclose()
 
 
 @contextlib.asynccontextmanager
@@ -93,19 +136,29 @@ async def _pg_schema(url: str) -> AsyncIterator[str]:
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def database(request: pytest.FixtureRequest, tmp_path: Path
                    ) -> AsyncIterator[TestDatabase]:
-    """An empty database of each backend (the server migrates it when it starts)."""
+    """An empty database of each backend (the server migrates it when it starts); with
+    ``both_topologies``, also a cluster's (PostgreSQL and Redis)."""
     if request.param == "sqlite":
         yield TestDatabase("sqlite", sqlite_url(tmp_path / "tessera.db"))
         return
     url = os.environ.get(PG_URL_ENV)
+    what = "cluster" if request.param == "cluster" else "PostgreSQL end-to-end"
     if not url:
-        pytest.skip(f"PostgreSQL end-to-end tests skipped: {PG_URL_ENV} is not set")
+        pytest.skip(f"{what} tests skipped: {PG_URL_ENV} is not set")
     reason = await _pg_reason_unavailable(url)
     if reason:
         pytest.skip(reason)
+    redis_url = await redis_url_or_skip() if request.param == "cluster" else None
     async with _pg_schema(url) as role_url:
-        yield TestDatabase("postgresql", role_url)
+        yield TestDatabase(request.param, role_url, redis_url)
 
+
+both_topologies = pytest.mark.parametrize("database", ["sqlite", "postgresql", "cluster"],
+                                         indirect=True)
+"""For a protocol scenario: on one process (on both backends) and on a cluster of three
+nodes in this process (PostgreSQL and Redis), its players and spectators on different
+nodes (``Clients`` connects to each node in turn), so that a feature without its cluster
+half fails."""
 
 one_backend = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 """For a test of what the server keeps in its memory alone (frames, connections, request
@@ -132,12 +185,14 @@ test_settings.__test__ = False  # type: ignore[attr-defined]
 
 @dataclass
 class Live:
-    """A server running in this process, and clients connected to it."""
+    """A server running in this process, and clients connected to it (on a cluster:
+    ``running`` is the first node, ``nodes`` every node)."""
 
     running: Running
     settings: Settings
     url: str
     clients: Clients
+    nodes: tuple[Running, ...] = ()
 
     @property
     def http_port(self) -> int:
@@ -157,15 +212,44 @@ async def serve(database: TestDatabase) -> AsyncIterator[Serve]:
     @contextlib.asynccontextmanager
     async def start(**overrides: Any) -> AsyncIterator[Live]:
         settings = test_settings(database.url, **overrides)
+        if database.redis_url is not None:
+            async with in_process_cluster(settings, database.redis_url) as nodes:
+                urls = tuple(f"ws://127.0.0.1:{node.port}/ws" for node in nodes)
+                clients = Clients(urls[0], urls=urls)
+                try:
+                    yield Live(nodes[0], settings, urls[0], clients, nodes)
+                finally:
+                    await clients.close_all()
+            return
         async with running_server(settings) as running:
             url = f"ws://127.0.0.1:{running.port}/ws"
             clients = Clients(url)
             try:
-                yield Live(running, settings, url, clients)
+                yield Live(running, settings, url, clients, (running,))
             finally:
                 await clients.close_all()
 
     yield start
+
+
+@contextlib.asynccontextmanager
+async def in_process_cluster(settings: Settings, redis_url: str, count: int = NODES
+                             ) -> AsyncIterator[tuple[Running, ...]]:
+    """``count`` nodes of a new cluster, each a server in this process (the first one
+    migrates the database before the others start)."""
+    keys = Keys(f"test-{uuid.uuid4().hex[:12]}")
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            nodes = []
+            for k in range(count):
+                node = await stack.enter_async_context(cluster_node(settings, ClusterSettings(
+                    redis_url, keys.cluster, f"n{k}", lease_ms=2000)))
+                nodes.append(await stack.enter_async_context(running_server(settings, node)))
+            for running in nodes:  # each knows the others (as a node running a while does)
+                await running.app.topology.reach.look_again()
+            yield tuple(nodes)
+    finally:
+        await forget_cluster(redis_url, keys)
 
 
 @pytest.fixture

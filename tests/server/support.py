@@ -95,31 +95,47 @@ class Player:
 
 @dataclass
 class Clients:
-    """Opens connections to a server and closes whatever is left open at the end."""
+    """Opens connections to a server and closes whatever is left open at the end.
+
+    On a cluster (``urls``: every node's), each connection not given a URL goes to the
+    next node in turn, so that a test's players and spectators sit on different nodes."""
 
     url: str
     opened: list[Connection] = field(default_factory=list)
+    urls: tuple[str, ...] = ()
+    turn: int = 0
+
+    def pick(self, url: str | None = None) -> str:
+        if url is not None:
+            return url
+        if not self.urls:
+            return self.url
+        self.turn += 1
+        return self.urls[(self.turn - 1) % len(self.urls)]
 
     async def connect(self, url: str | None = None, **kwargs: Any) -> Connection:
-        conn = await Connection.open(url or self.url, client="tessera-e2e", **kwargs)
+        conn = await Connection.open(self.pick(url), client="tessera-e2e", **kwargs)
         self.opened.append(conn)
         return conn
 
     async def guest(self, url: str | None = None) -> Player:
+        url = self.pick(url)
         conn = await self.connect(url)
         authed = await asyncio.wait_for(conn.call(p.Guest), TIMEOUT)
-        return _player(conn, authed, url or self.url)
+        return _player(conn, authed, url)
 
     async def register(self, name: str, password: str, url: str | None = None) -> Player:
+        url = self.pick(url)
         conn = await self.connect(url)
         authed = await asyncio.wait_for(
             conn.call(p.Register, username=name, password=password), TIMEOUT)
-        return _player(conn, authed, url or self.url)
+        return _player(conn, authed, url)
 
     async def with_token(self, token: str, url: str | None = None) -> Player:
+        url = self.pick(url)
         conn = await self.connect(url)
         authed = await asyncio.wait_for(conn.call(p.AuthToken, token=token), TIMEOUT)
-        return _player(conn, authed, url or self.url)
+        return _player(conn, authed, url)
 
     async def spectator(self, url: str | None = None) -> Connection:
         """A connection that said hello and nothing more (spectators need no login)."""

@@ -287,7 +287,8 @@ async def test_a_guest_flood_leaves_nothing_held_once_its_connections_close(
                     break
                 await asyncio.sleep(0.05)
             assert len(app.sessions) == 0 and app.admission.held() == 0
-            assert app.lobby.size() == 0 and not app.admission.by_address
+            assert len(app.members) == 0 and app.topology.seeks.held() == 0 \
+                and not app.admission.by_address
             await asyncio.sleep(0.1)  # the handlers' last callbacks
             held = [type(o).__name__ for o in gc.get_objects()  # type(): no weakproxy raises
                     if issubclass(type(o), (Session, ServerConnection, ServerProtocol))]

@@ -10,8 +10,10 @@ import websockets
 import protocol as p
 from clients.connection import Connection, ServerError
 
-from .conftest import Live, Serve, TestDatabase
+from .conftest import Live, Serve, TestDatabase, both_topologies
 from .support import Clients, RawSocket, run_cli
+
+pytestmark = both_topologies
 
 PASSWORD = "correct horse battery"
 

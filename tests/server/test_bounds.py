@@ -349,7 +349,7 @@ async def test_the_lobby_answers_within_the_protocols_limits_with_10500_open_see
         share = seeks // guests
         for i, player in enumerate(players):  # in turn: a guest's seeks share one clock set
             await _seek_many(player, i * share, share)
-        assert len(live.running.app.lobby.seeks) == seeks
+        assert live.running.app.topology.seeks.held() == seeks
         looker = await live.clients.connect()
         lobby = await looker.call(p.LobbySubscribe)
         assert isinstance(lobby, p.Lobby)
@@ -369,7 +369,7 @@ async def test_the_lobby_answers_within_the_protocols_limits_with_10500_open_see
         # a member leaving takes their seeks with them
         await players[0].close()
         deadline = time.monotonic() + TIMEOUT
-        while len(live.running.app.lobby.seeks) != seeks - 1 - share:
+        while live.running.app.topology.seeks.held() != seeks - 1 - share:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
 
@@ -454,7 +454,7 @@ async def test_a_seek_flood_from_many_guests_does_not_grow_one_address_without_b
             except ServerError as e:
                 assert e.code == p.ErrorCode.CONFLICT, e
                 refused += 1
-    assert len(server.running.app.lobby.seeks) == cap
+    assert server.running.app.topology.seeks.held() == cap
     assert refused == 2 * per_guest
 
 

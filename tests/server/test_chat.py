@@ -7,8 +7,10 @@ import pytest
 import protocol as p
 from clients.connection import ServerError
 
-from .conftest import Live
+from .conftest import Live, both_topologies
 from .support import Clients, start_game
+
+pytestmark = both_topologies
 
 
 async def test_chat_reaches_players_and_spectators_in_sequence(clients: Clients) -> None:

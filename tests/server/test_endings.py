@@ -11,8 +11,10 @@ import protocol as p
 from clients.connection import Connection
 from protocol.limits import MIN_CLOCK_MS
 
-from .conftest import GRACE_MS
+from .conftest import GRACE_MS, both_topologies
 from .support import TIMEOUT, Clients, Game, Player, start_game
+
+pytestmark = both_topologies
 
 CLOCKS = {
     "per_move": p.PerMove(per_move_ms=MIN_CLOCK_MS),

@@ -11,9 +11,11 @@ import engine
 import protocol as p
 from clients.connection import ServerError
 
-from .conftest import Live
+from .conftest import Live, both_topologies
 from .listing_scenario import every_server_lists_alike
 from .support import Clients, Game, Player, assert_record_replays, start_game
+
+pytestmark = both_topologies
 
 CLOCK = p.Fischer(base_ms=600_000, increment_ms=2_000)
 

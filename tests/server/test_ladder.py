@@ -15,7 +15,9 @@ from clients.bots.random_bot import RandomBot
 from clients.sdk import BotRunner, Policy
 from server.ratings.verify import verify
 
-from .conftest import Live, Serve
+from .conftest import Live, Serve, both_topologies
+
+pytestmark = both_topologies
 
 BOTS = ("lb-ann", "lb-bea", "lb-cid", "lb-dot", "lb-eve", "lb-fay")
 GAMES_WANTED = 18  # six rounds' worth: three games a round

@@ -8,20 +8,20 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.ladder import Ladder
-from server.lobby import Lobby, Member, Offer
+from server.ladder import Ladder, MemoryRoster
+from server.lobby import Member, Offer
 from server.rooms import GameRoom
+from server.storage import PoolRating
 
 
 @dataclass
 class Rig:
-    """A ladder on a lobby of ``n`` connected bots, recording the games it would start."""
+    """A ladder of ``n`` connected bots, recording the games it would start."""
 
     n: int
-    lobby: Lobby = field(default_factory=Lobby)
+    roster: MemoryRoster = field(default_factory=MemoryRoster)
     started: list[tuple[Member, Member]] = field(default_factory=list)
     members: list[Member] = field(default_factory=list)
-    sessions: list[object] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         async def start(offer: Offer, members: tuple[Member, Member]) -> GameRoom:
@@ -29,13 +29,20 @@ class Rig:
             room: Any = None  # the rule is tested, not the game
             return room  # type: ignore[no-any-return]
 
-        self.ladder = Ladder(self.lobby, lambda user_id: False, start)
+        async def online() -> set[int]:
+            return {member.user_id for member in self.members}
+
+        async def ratings(ids: list[int], game: str) -> dict[int, list[PoolRating]]:
+            return {}
+
+        async def playing(ids: list[int]) -> dict[int, int]:
+            return {}
+
+        self.ladder = Ladder(self.roster, start, online, ratings, playing)
         for user_id in range(1, self.n + 1):
-            session = object()
-            member = self.lobby.join(user_id, f"bot{user_id}", "bot", session)
-            self.ladder.join(member, ["hadron"])
+            member = Member(user_id, f"bot{user_id}", "bot")
+            asyncio.run(self.ladder.enter(member, ["hadron"]))
             self.members.append(member)
-            self.sessions.append(session)
 
     def rounds(self, count: int) -> None:
         for _ in range(count):
@@ -51,8 +58,10 @@ def test_rounds_never_repeat_the_last_opponent_and_balance_the_first_seat() -> N
         for first, second in rig.started[before:]:
             assert last.get(first.user_id) != second.user_id
             last[first.user_id], last[second.user_id] = second.user_id, first.user_id
-    firsts = {m.user_id: sum(1 for a, _ in rig.started if a is m) for m in rig.members}
-    seconds = {m.user_id: sum(1 for _, b in rig.started if b is m) for m in rig.members}
+    firsts = {m.user_id: sum(1 for a, _ in rig.started if a.user_id == m.user_id)
+              for m in rig.members}
+    seconds = {m.user_id: sum(1 for _, b in rig.started if b.user_id == m.user_id)
+               for m in rig.members}
     # balanced: a bot may take seat 0 when both have had it as often, so within two
     assert all(abs(firsts[u] - seconds[u]) <= 2 for u in firsts), (firsts, seconds)
     assert sum(abs(firsts[u] - seconds[u]) for u in firsts) <= 4
@@ -65,7 +74,11 @@ def test_two_bots_alone_play_again_and_swap_seats() -> None:
     assert [pair[0].user_id for pair in rig.started] == [1, 2, 1, 2]
 
 
-def test_a_bot_that_leaves_the_lobby_leaves_the_ladder() -> None:
+def test_a_bot_that_leaves_is_off_the_ladder_and_its_roster() -> None:
     rig = Rig(3)
-    rig.lobby.leave(rig.members[2], rig.sessions[2])
+    asyncio.run(rig.ladder.exit(3))
     assert rig.ladder.members("hadron") == [1, 2]
+    assert sorted(asyncio.run(rig.roster.read())) == [1, 2]
+    rig.members.pop()
+    rig.rounds(1)
+    assert {m.user_id for pair in rig.started for m in pair} <= {1, 2}

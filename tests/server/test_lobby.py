@@ -7,7 +7,10 @@ from typing import Any
 
 import protocol as p
 
+from .conftest import both_topologies
 from .support import FAST_CLOCK, Clients, Player
+
+pytestmark = both_topologies
 
 HADRON = {"size": 5}  # hadron's default options, complete
 

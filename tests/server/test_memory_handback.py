@@ -11,8 +11,9 @@ import pytest
 import websockets
 
 from server import memory
-from server.lobby import Lobby
+from server.lobby import Members
 from server.memory import DropWatch
+from server.offers import MemoryPresence
 
 from .conftest import Serve
 from .support import ServerProcess
@@ -59,18 +60,23 @@ async def test_a_flood_of_short_connections_hands_back_once_it_has_passed() -> N
     assert churn.last() == 250
 
 
-def test_a_compacted_lobby_keeps_every_member_and_index() -> None:
-    lobby = Lobby()
+async def test_compacted_lobby_tables_keep_every_member_and_index() -> None:
+    members, presence = Members(), MemoryPresence()
     sessions = [object() for _ in range(500)]
-    members = [lobby.join(k, f"Player{k}", "human", sessions[k]) for k in range(500)]
-    for member, session in zip(members[2:], sessions[2:], strict=True):
-        lobby.leave(member, session)
-    lobby.compact()
-    assert lobby.size() == 2
-    assert lobby.by_name("player1") is members[1]
-    assert set(lobby.members) == {0, 1}
-    lobby.leave(members[0], sessions[0])
-    assert lobby.by_name("player0") is None and lobby.size() == 1
+    joined = [members.join(k, f"Player{k}", "human", sessions[k]) for k in range(500)]
+    for member in joined:
+        await presence.join(member.online())
+    for member, session in zip(joined[2:], sessions[2:], strict=True):
+        assert members.leave(member, session)
+        assert await presence.leave(member.online())
+    members.compact()
+    presence.compact()
+    assert len(members) == 2 and set(members.by_id) == {0, 1}
+    assert members.get(1) is joined[1]
+    found = await presence.find("player1")
+    assert found is not None and found.user_id == 1
+    assert members.leave(joined[0], sessions[0]) and await presence.leave(joined[0].online())
+    assert await presence.find("player0") is None and len(members) == 1
 
 
 async def test_the_server_hands_memory_back_once_its_connections_have_closed(

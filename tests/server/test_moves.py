@@ -7,8 +7,10 @@ import random
 
 import protocol as p
 
-from .conftest import Serve
+from .conftest import Serve, both_topologies
 from .support import Clients, Game, Player, start_game
+
+pytestmark = both_topologies
 
 
 async def _view(game: Game, spectator: Player) -> tuple[p.Record, p.Snapshot]:

@@ -20,8 +20,10 @@ from server.ratings import glicko2
 from server.ratings.verify import verify
 from server.storage.models import RatingRow
 
-from .conftest import Live
+from .conftest import Live, both_topologies
 from .support import FAST_CLOCK, Clients, Game, Player, _started_and_ended
+
+pytestmark = both_topologies
 
 PERIOD_S = 86_400.0  # the test settings' rating period (the default)
 

@@ -6,8 +6,10 @@ import random
 
 import protocol as p
 
-from .conftest import GRACE_MS, Serve
+from .conftest import GRACE_MS, Serve, both_topologies
 from .support import Clients, start_game
+
+pytestmark = both_topologies
 
 
 async def test_reconnect_and_resume_the_missed_events(clients: Clients) -> None:

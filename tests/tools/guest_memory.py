@@ -72,7 +72,8 @@ def show(label: str, app: App) -> None:
     tables = {"address_guests": len(app.accounts.address_guests or ()),
               "address_logins": len(app.accounts.address_logins or ()),
               "account_requests": len(app.account_requests), "sessions": len(app.sessions),
-              "lobby": app.lobby.size(), "admission": app.admission.held(),
+              "lobby": len(app.members) + app.topology.seeks.held(),
+              "admission": app.admission.held(),
               "handbacks": int(app.metrics.memory_handbacks._value.get())}
     print(f"{label:>18}: RSS {rss_mib():6.1f} MiB; {heap()}; tracked {len(gc.get_objects())}"
           f" (frozen {gc.get_freeze_count()}); "

@@ -25,7 +25,7 @@ import protocol as p
 from clients.connection import Connection
 from server.app import running_server
 from server.config import Settings
-from server.lobby import Lobby, LobbyCaps, Member, Offer
+from server.offers import MemorySeeks, Seek, SeekCaps
 from server.storage import sqlite_url
 
 PER_GUEST = 1000  # welcome.limits.max_open_seeks allows at most this
@@ -100,20 +100,33 @@ async def measure(open_seeks: int, rounds: int, workdir: Path) -> None:
 
 
 def lobby_alone(open_seeks: int, rounds: int) -> None:
-    """``Lobby.add_seek`` alone, in this process: a seek that pairs with none, ``rounds``
-    times, with ``open_seeks`` open (the same loop ran on the lobby before its index)."""
-    lobby = Lobby(caps=LobbyCaps(open_seeks=10**9, seeks_per_address=10**9, seeks=10**9))
-    owner = Member(1, "alice", "guest")
-    for k in range(open_seeks):
-        lobby.add_seek(owner, Offer("hadron", {"size": 5}, seek(k)["clock"]))
-    me = Member(2, "bob", "guest")
-    times = []
-    for i in range(rounds):
-        started = time.perf_counter()
-        seek_id, _ = lobby.add_seek(me, Offer("hadron", {"size": 5}, seek(50_000 + i)["clock"]))
-        times.append(time.perf_counter() - started)
-        lobby.remove_seek(seek_id)
-    print(f"{open_seeks:>6} open seeks: Lobby.add_seek p50 "
+    """``MemorySeeks.open`` alone, in this process: a seek that pairs with none, ``rounds``
+    times, with ``open_seeks`` open (a lone server's seek store)."""
+
+    async def run() -> list[float]:
+        store = MemorySeeks()
+        caps = SeekCaps(10**9, 10**9, 10**9)
+
+        async def record(user_id: int, k: int) -> Seek:
+            fields = seek(k)
+            return Seek(p.OpenSeek(seek_id=await store.new_id(),
+                                   user=p.User(name=f"user{user_id}", kind="guest"),
+                                   game="hadron", options={"size": 5}, clock=fields["clock"]),
+                        user_id, "local", 0)
+
+        for k in range(open_seeks):
+            await store.open(await record(1, k), caps)
+        times = []
+        for i in range(rounds):
+            mine = await record(2, 50_000 + i)
+            started = time.perf_counter()
+            await store.open(mine, caps)
+            times.append(time.perf_counter() - started)
+            await store.cancel(mine.seek_id, 2)
+        return times
+
+    times = asyncio.run(run())
+    print(f"{open_seeks:>6} open seeks: MemorySeeks.open p50 "
           f"{statistics.median(times) * 1e6:.1f} us", flush=True)
 
 
@@ -122,7 +135,7 @@ def main() -> None:
     parser.add_argument("--open", type=int, nargs="+", default=[10, 10_000])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--lobby-only", action="store_true",
-                        help="time server.lobby.Lobby.add_seek alone, without a server")
+                        help="time the in-memory seek store alone, without a server")
     args = parser.parse_args()
     if args.lobby_only:
         for n in args.open:

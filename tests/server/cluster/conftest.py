@@ -31,38 +31,21 @@ import pytest
 import redis.asyncio as aioredis
 
 from server.cluster.keys import Keys
-from tests.server.conftest import PG_URL_ENV, _pg_reason_unavailable, _pg_schema
+from tests.server.conftest import (
+    PG_URL_ENV,
+    _pg_reason_unavailable,
+    _pg_schema,
+    forget_cluster,
+    redis_url_or_skip,
+)
 from tests.server.storage.conftest import db  # noqa: F401  (a fixture, used by name)
 from tests.server.support import ServerProcess
-
-REDIS_URL_ENV = "TESSERA_TEST_REDIS_URL"
-
-_redis_unavailable: dict[str, str] = {}  # url -> reason ("" if reachable), once per session
-
-
-async def redis_reason_unavailable(url: str) -> str | None:
-    if url not in _redis_unavailable:
-        client = aioredis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
-        try:
-            await client.ping()
-            _redis_unavailable[url] = ""
-        except Exception as exc:  # whatever the failure, the Redis tests are skipped
-            _redis_unavailable[url] = f"Redis at {url} unreachable: {type(exc).__name__}: {exc}"
-        finally:
-            await client.aclose()
-    return _redis_unavailable[url] or None
 
 
 @pytest.fixture
 async def redis_url() -> str:
     """The shared test Redis, or a skip saying why there is none."""
-    url = os.environ.get(REDIS_URL_ENV)
-    if not url:
-        pytest.skip(f"cluster tests skipped: {REDIS_URL_ENV} is not set")
-    reason = await redis_reason_unavailable(url)
-    if reason:
-        pytest.skip(reason)
-    return url
+    return await redis_url_or_skip()
 
 
 @pytest.fixture
@@ -70,13 +53,7 @@ async def keys(redis_url: str) -> AsyncIterator[Keys]:
     """A cluster name of this test's own; its keys are deleted afterwards."""
     names = Keys(f"test-{uuid.uuid4().hex[:12]}")
     yield names
-    client = aioredis.Redis.from_url(redis_url)
-    try:
-        found = [key async for key in client.scan_iter(match=names.prefix + "*", count=500)]
-        if found:
-            await client.delete(*found)
-    finally:
-        await client.aclose()
+    await forget_cluster(redis_url, names)
 
 
 @pytest.fixture

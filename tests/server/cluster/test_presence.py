@@ -9,7 +9,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from server.cluster.keys import Keys
-from server.cluster.presence import MemoryPresence, Online, PresenceStore, RedisPresence
+from server.cluster.presence import RedisPresence
+from server.offers import MemoryPresence, Online, PresenceStore
 
 ALICE = Online(1, "Alice", "human")
 BOB = Online(2, "bob", "bot")
@@ -85,3 +86,10 @@ async def test_a_dead_nodes_members_go_with_it_and_are_reaped_once(
     assert await redis.exists(keys.online("c")) == 0
     live.add("c")  # c comes back empty
     assert await node["c"].join(BOB)
+
+
+async def test_everyone_is_listed_in_the_order_they_came(presence: PresenceStore) -> None:
+    carol = Online(3, "carol", "human", since_ms=1_000)
+    alice = Online(1, "Alice", "human", since_ms=2_000)
+    assert await presence.join(carol) and await presence.join(alice)
+    assert [u.name for u in await presence.everyone()] == ["carol", "Alice"]

@@ -22,8 +22,13 @@ import pytest
 import redis.asyncio as aioredis
 
 import protocol as p
-from tests.server.cluster.conftest import REDIS_URL_ENV, redis_reason_unavailable
-from tests.server.conftest import PG_URL_ENV, _pg_reason_unavailable, _pg_schema
+from tests.server.conftest import (
+    PG_URL_ENV,
+    REDIS_URL_ENV,
+    _pg_reason_unavailable,
+    _pg_schema,
+    redis_reason_unavailable,
+)
 
 from .conftest import Tabs, WebServer, ask, run, start_web_server, stop_web_server
 from .pages import pick, start_by_seek
