@@ -202,7 +202,10 @@ async def _ping_while_hashing(clients: Clients) -> None:
             ping_p50_ms=round(p50 * 1000, 1), ping_p99_ms=round(p99 * 1000, 1),
             ping_max_ms=round(max(rtts) * 1000, 1))
     assert len(rtts) >= 10  # the loop kept answering while six hashes ran ...
-    assert p99 < one_login / 2  # ... each ping far quicker than one hash
+    # ... most pings far quicker than one hash: a hash run on the loop would hold about
+    # every ping for a hash's length, so the median would be a hash (the p99, printed
+    # above, also measures how often a busy machine deschedules this test: not asserted)
+    assert p50 < one_login / 2
 
 
 async def test_a_browser_origin_is_refused_by_default(server: Live) -> None:
