@@ -51,6 +51,12 @@ class Settings:
     # argon2 hashes running or waiting; beyond it a login/register is refused at once
     # (rate_limited), so an admitted login waits about a second at most; 0: no bound
     hash_queue: int = 8
+    # argon2id's cost per hash: passes over the memory, and the memory in KiB (the
+    # library's recommended profile, RFC 9106's second choice; 4 lanes). A hash made at
+    # one cost verifies at that cost; a login rehashes a password stored at another.
+    # The tests lower both (tests/server/conftest.py): a production server keeps these.
+    password_hash_time_cost: int = 3
+    password_hash_memory_kib: int = 65_536
     # per client address (an IPv6 address counts by its /64); 0 switches a limit off.
     # Logins and registrations (each costs a hash): this many a minute, bursts of
     # address_login_burst. New guest accounts: this many an hour, bursts of
@@ -98,6 +104,12 @@ class Settings:
     ladder_round_s: float = 10.0  # the bot ladder pairs its idle bots this often
 
     def __post_init__(self) -> None:
+        if self.password_hash_time_cost < 1:
+            raise ValueError(f"password_hash_time_cost must be >= 1, not "
+                             f"{self.password_hash_time_cost}")
+        if self.password_hash_memory_kib < 32:  # argon2: 8 KiB a lane, 4 lanes
+            raise ValueError(f"password_hash_memory_kib must be >= 32, not "
+                             f"{self.password_hash_memory_kib}")
         # ``welcome`` announces these as whole numbers of at least 1 (protocol Limits): a
         # rate below one a second would make every welcome invalid
         for name in ("conn_rate", "conn_burst"):
