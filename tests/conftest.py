@@ -26,6 +26,7 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 SERVICES = ("PostgreSQL", "Redis", "Chromium")
 _TALLY = pytest.StashKey["SkipTally"]()
@@ -70,6 +71,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     return report
 
 
+# Hypothesis's deadline (200 ms an example) measures the machine's load, not the code:
+# several processes share two cores here. The examples' counts are unchanged.
+settings.register_profile("tessera", deadline=None)
+settings.load_profile("tessera")
+
+# Run first: the groups and tests that take longest (a tool's whole run, browsers, clusters
+# of node processes), so that the shorter ones fill the processes' time around them
+# instead of one long test starting last.
+_FIRST = ("tests/tools/", "tests/server/web/", "tests/server/cluster/")
+
+
+def _order(item: pytest.Item) -> int:
+    path = item.nodeid
+    return next((i for i, prefix in enumerate(_FIRST) if path.startswith(prefix)), len(_FIRST))
+
+
 _SHARED_SCOPES = {"class": 0, "module": 1, "package": 2}
 
 
@@ -92,6 +109,7 @@ def shared_group(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_order)  # stable: within a kind, the files' order
     for item in items:
         group = shared_group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
