@@ -13,16 +13,18 @@ for want of one of those services fails instead, naming it: CI must run every te
 Every test has its own port (picked by the OS), SQLite file (in ``tmp_path``), PostgreSQL
 schema and Redis key prefix, so any two may run at once. A fixture of module, class or
 package scope is made once per process that needs it, so the tests that share one are
-kept together on one process (an ``xdist_group`` named after the module or package): the
-browser tests share one Chromium and one server, the siege and bench tests one run of
-their tool. Session fixtures (the client tests' ``live_server``) are made once per process.
+kept together on one process (``pytest_xdist_make_scheduler``): the browser tests share
+one Chromium and one server, the siege and bench tests one run of their tool. Session
+fixtures (the client tests' ``live_server``) are made once per process.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,33 +89,52 @@ def _order(item: pytest.Item) -> int:
     return next((i for i, prefix in enumerate(_FIRST) if path.startswith(prefix)), len(_FIRST))
 
 
-_SHARED_SCOPES = {"class": 0, "module": 1, "package": 2}
+_SHARED_FIXTURE = re.compile(r'@pytest\.fixture\(\s*scope="(?:class|module|package)"')
 
 
-def shared_group(item: pytest.Item) -> str | None:
-    """The group of tests that share a fixture of ``item``'s wider than a test (class,
-    module or package scope; not session): named after the widest one's home."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
+def shared_homes(root: Path) -> list[str]:
+    """Where fixtures wider than a test (class, module or package scope; not session) are
+    defined: a test module (its tests share them), or a conftest (its directory's tests
+    do). Read from the files: xdist's controller schedules before any test is collected."""
+    homes: list[str] = []
+    for path in sorted((root / "tests").rglob("*.py")):
+        if not (path.name == "conftest.py" or path.name.startswith("test_")):
+            continue
+        if _SHARED_FIXTURE.search(path.read_text(encoding="utf-8")):
+            home = path.parent if path.name == "conftest.py" else path
+            homes.append(home.relative_to(root).as_posix())
+    return homes
+
+
+def group_of(nodeid: str, homes: list[str]) -> str:
+    """The unit a test is scheduled in: the home of a shared fixture it is under, else
+    itself."""
+    path = nodeid.split("::", 1)[0]
+    for home in homes:
+        if path == home or path.startswith(home + "/"):
+            return home
+    return nodeid
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: tests one by one, but those sharing a fixture wider than a
+    test together (``group_of``). (xdist's own ``xdist_group`` marks cannot be used with
+    this pytest: it renames a test's node id to carry the group, which pytest 9 ignores.)"""
+    if config.getvalue("dist") != "loadgroup":
         return None
-    widest = -1
-    for name in info.names_closure:
-        for fixturedef in info.name2fixturedefs.get(name, ()):
-            widest = max(widest, _SHARED_SCOPES.get(fixturedef.scope, -1))
-    if widest < 0:
-        return None
-    path = item.path
-    if widest == 2:  # the package: the directory of the conftest that holds it
-        return str(path.parent.relative_to(item.config.rootpath))
-    return str(path.relative_to(item.config.rootpath))
+    from xdist.scheduler import LoadScopeScheduling
+
+    homes = shared_homes(config.rootpath)
+
+    class SharedFixtureScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid, homes)
+
+    return SharedFixtureScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=_order)  # stable: within a kind, the files' order
-    for item in items:
-        group = shared_group(item)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 class SkipTally:
