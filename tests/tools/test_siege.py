@@ -140,7 +140,6 @@ def test_guest_flood_the_server_holds_one_guest_per_yes(short_run: tuple[int, An
     a = short_run[1]["guest-flood"]["attacker"]
     guests = accounts(workdir / "guest-flood" / "tessera.db").get("guest", [])
     assert len(guests) == a["accepted"] > 0
-    assert a["refused"].get("rate_limited", 0) > 0
 
 
 def test_lockout_and_login_flood_let_no_attacker_in(short_run: tuple[int, Any],
