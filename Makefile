@@ -22,8 +22,13 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/mypy --strict engine protocol server clients
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist): its tests mostly wait on
+# servers, sockets and timers, so more processes than cores keeps both busy. Tests that
+# share a module- or package-wide fixture stay together on one (tests/conftest.py).
+TEST_WORKERS ?= 4
+
 test: lint
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m engine.bench

@@ -69,8 +69,13 @@ class Passwords:
     """
 
     def __init__(self, threads: int | None = None, max_queued: int | None = None,
-                 max_wait_s: float = 1.0, reserve: int | None = None) -> None:
-        self._hasher = PasswordHasher()  # argon2id with the library's recommended parameters
+                 max_wait_s: float = 1.0, reserve: int | None = None, *,
+                 time_cost: int | None = None, memory_kib: int | None = None) -> None:
+        # argon2id with the library's recommended parameters, unless a cost is given
+        recommended = PasswordHasher()
+        self._hasher = PasswordHasher(
+            time_cost=recommended.time_cost if time_cost is None else time_cost,
+            memory_cost=recommended.memory_cost if memory_kib is None else memory_kib)
         self.threads = threads or os.cpu_count() or 1
         if max_queued is not None and max_queued < 1:
             raise ValueError(f"max_queued must be >= 1, not {max_queued}")

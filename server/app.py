@@ -88,7 +88,9 @@ class App:
         self.metrics = metrics
         self.topology = topology
         self.tasks = Tasks()
-        self.passwords = Passwords(max_queued=settings.hash_queue or None)
+        self.passwords = Passwords(max_queued=settings.hash_queue or None,
+                                   time_cost=settings.password_hash_time_cost,
+                                   memory_kib=settings.password_hash_memory_kib)
         self.guests = GuestMaker(self.store)
         self.accounts = Accounts(self.store, self.passwords, self.guests, settings,
                                  topology.lockout)

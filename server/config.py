@@ -208,6 +208,14 @@ class Settings:
                               "more login or registration is refused at once; 0: no bound "
                               "(default: %(default)s, about a second of hashing on 2 cores)",
                               metavar="N", group="accounts")
+    password_hash_time_cost: int = setting(
+        3, "--password-hash-time-cost", "argon2id's passes over its memory per password hash "
+        "(a hash verifies at the cost it was made at; a login rehashes one stored at another; "
+        "default: %(default)s)", metavar="N", group="accounts")
+    password_hash_memory_kib: int = setting(
+        65_536, "--password-hash-memory-kib", "argon2id's memory per password hash, in KiB "
+        "(4 lanes, at least 32; default: %(default)s, RFC 9106's second choice)",
+        metavar="KIB", group="accounts")
     login_lockout_after: int = setting(5, "--lockout-after", "wrong passwords from one "
                                        "address before that address is locked out of the "
                                        "account (default: %(default)s)", metavar="N",
@@ -290,6 +298,12 @@ class Settings:
                                               metavar="N", group="limits")
 
     def __post_init__(self) -> None:
+        if self.password_hash_time_cost < 1:
+            raise ValueError(f"password_hash_time_cost must be >= 1, not "
+                             f"{self.password_hash_time_cost}")
+        if self.password_hash_memory_kib < 32:  # argon2: 8 KiB a lane, 4 lanes
+            raise ValueError(f"password_hash_memory_kib must be >= 32, not "
+                             f"{self.password_hash_memory_kib}")
         if not self.conn_burst:
             self.conn_burst = 2 * self.conn_rate
         # ``welcome`` announces these as whole numbers of at least 1 (protocol Limits): a

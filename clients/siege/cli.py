@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import tempfile
@@ -158,6 +159,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--settle", type=float, default=5.0,
                     help="seconds after the attack's connections are closed on the "
                          "server's side before memory is read again (default: %(default)s)")
+    ap.add_argument("--workdir", type=Path, default=None,
+                    help="keep each attack's server directory (its SQLite file and log) in "
+                         "DIR/ATTACK, to look at afterwards (default: a temporary directory, "
+                         "removed)")
     ap.add_argument("--move-p99-ms", type=float, default=MOVE_P99_MS,
                     help="the move canary's p99 target (default: %(default)s)")
     size = ap.add_argument_group("attack sizes")
@@ -203,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser().parse_args(argv)
     names = list(ATTACKS) if opts.attack == "all" else [opts.attack]
     results = []
-    with tempfile.TemporaryDirectory(prefix="tessera-siege-") as tmp:
+    kept = contextlib.nullcontext(str(opts.workdir)) if opts.workdir else None
+    with kept or tempfile.TemporaryDirectory(prefix="tessera-siege-") as tmp:
         for name in names:
             result = run_one(name, opts, Path(tmp))
             results.append(result)

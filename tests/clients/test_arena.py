@@ -30,7 +30,9 @@ from tests.clients.sdk_fixtures import ServerProcess, client
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def arena(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def arena(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """``tessera arena ARGS`` to its end (the timeout guards against a hang only: several
+    test processes share the machine)."""
     return subprocess.run([sys.executable, "-m", "clients.cli", "arena", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 

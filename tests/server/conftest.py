@@ -167,8 +167,17 @@ would run the very same code again. What such a test also stores on the way (use
 moves) is tested on both backends by the tests of storage, accounts and games."""
 
 
+CHEAP_HASHING = {"password_hash_time_cost": 1, "password_hash_memory_kib": 1024}
+"""argon2id at a cost a test can afford hundreds of times (about a millisecond a hash)."""
+PRODUCTION_HASHING = {"password_hash_time_cost": Settings.password_hash_time_cost,
+                      "password_hash_memory_kib": Settings.password_hash_memory_kib}
+"""The server's own cost: for the tests of what a hash's cost does (the hash queue, a loop
+that keeps answering while hashes run): ``serve(**PRODUCTION_HASHING)``."""
+
+
 def test_settings(db_url: str, **overrides: Any) -> Settings:
-    """Settings for an in-process test server: any free port, short waits, no pings."""
+    """Settings for an in-process test server: any free port, short waits, no pings,
+    cheap password hashing (``CHEAP_HASHING``)."""
     settings = Settings(host="127.0.0.1", port=0, db_url=db_url, grace_ms=GRACE_MS,
                         ping_interval=None, ping_timeout=None, login_lockout_after=3,
                         login_lockout_base_s=30.0,
@@ -176,7 +185,7 @@ def test_settings(db_url: str, **overrides: Any) -> Settings:
                         # busy: the per-address limits and the hash queue's bound are off
                         # unless a test sets them (tests/server/test_account_limits.py)
                         address_logins_per_minute=0, address_guests_per_hour=0,
-                        hash_queue=0)
+                        hash_queue=0, **CHEAP_HASHING)
     return replace(settings, **overrides)
 
 

@@ -312,7 +312,7 @@ class ServerProcess:
     def log_path(self) -> Path:
         return self.workdir / f"server-{self.starts}.log"
 
-    async def start(self, timeout: float = 30.0) -> None:
+    async def start(self, timeout: float = 60.0) -> None:
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self.starts += 1
         ready = self.workdir / f"ready-{self.starts}"

@@ -30,7 +30,7 @@ from server.lockout import LOCKOUT_CEILING_S, Lockout
 from server.ratelimit import BucketTable, address_key
 from server.session import Session
 
-from .conftest import Live, Serve, one_backend
+from .conftest import PRODUCTION_HASHING, Live, Serve, one_backend
 from .support import TIMEOUT, start_game
 
 PASSWORD = "correct horse battery"
@@ -164,7 +164,7 @@ async def test_a_full_hash_queue_refuses_at_once_and_a_later_login_gets_in(serve
     rest are refused with rate_limited and a retry time, before the hashes admitted have
     finished; an unknown name still costs a hash (no enumeration by timing); afterwards the
     owner logs in."""
-    async with serve(hash_queue=2) as live:
+    async with serve(hash_queue=2, **PRODUCTION_HASHING) as live:
         owner = await connect_from(live, "127.0.0.1")
         await owner.call(p.Register, username="Owner", password=PASSWORD)
         await owner.call(p.Logout)
@@ -467,7 +467,7 @@ async def test_the_owner_from_a_known_address_gets_through_a_login_flood(serve: 
     """The owner registered from 127.0.0.1; logins for unknown names from 24 addresses
     fill a queue of 2 again and again meanwhile; the owner's logins from 127.0.0.1 are
     hashed (within the reserve), not refused."""
-    async with serve(hash_queue=2) as live:
+    async with serve(hash_queue=2, **PRODUCTION_HASHING) as live:
         home = await connect_from(live, "127.0.0.1")
         await home.call(p.Register, username="Owner", password=PASSWORD)
         await home.call(p.Logout)

@@ -15,7 +15,7 @@ import signal
 from sqlalchemy import text
 
 import protocol as p
-from server.storage import make_engine
+from server.storage import Store, make_engine
 from tests.server.support import Clients, Game, Player, assert_record_replays, start_game
 
 from .conftest import Cluster, eventually
@@ -171,3 +171,51 @@ async def test_a_stopped_node_hands_its_games_over(cluster: Cluster) -> None:
         assert await stored_epoch(cluster.db_url, game.game_id) == 1
     finally:
         await clients.close_all()
+
+
+async def test_a_late_write_that_reaches_the_database_is_refused_there(cluster: Cluster
+                                                                       ) -> None:
+    """The fence is the database's: a node whose lease is, by its own clock, still good
+    writes under its epoch, and PostgreSQL refuses it once another epoch was taken.
+
+    The takeover is made in the database as another node's would be (``take_over_game``)
+    while node a's lease runs on (a minute): a's own view says it owns the game, so the
+    move's write reaches the database with epoch 0 and is refused there (``StaleEpoch``).
+    Nobody hears of the move, it is not stored, and a resend is played once."""
+    (a_node,) = await cluster.start_nodes(("a",), *LONG_LEASE)
+    clients = Clients(a_node.url)
+    engine = make_engine(cluster.db_url)
+    try:
+        alice, bob = await clients.guest(), await clients.guest()
+        game = await start_game(alice, bob, "hadron")
+        rng = random.Random(12)
+        await game.play_quiet_move(rng)
+        assert await stored_epoch(cluster.db_url, game.game_id) == 0
+
+        assert await Store(engine).take_over_game(game.game_id) == 1  # another node's claim
+        move = quiet_move(game, rng)
+        mover, waiter = game.mover, game.waiter
+        refused = await mover.refused(p.Move, game_id=game.game_id, ply=game.ply, move=move)
+        assert refused.code == "internal_error", refused  # not stored: safe to send again
+        heard = [e.ply for e in await waiter.drain() if isinstance(e, p.Moved)]
+        assert heard == [0]  # the first move only
+        async with engine.connect() as conn:
+            stored = (await conn.execute(text("SELECT ply FROM moves WHERE game_id = :g "
+                                              "ORDER BY ply"), {"g": game.game_id})).all()
+        assert [row[0] for row in stored] == [0]
+        assert "stale epoch" in a_node.log().lower() or "epoch 0 is stale" in a_node.log()
+
+        # sent again, the move is played once, by the game's owner at a newer epoch
+        ack = await mover.call(p.Move, game_id=game.game_id, ply=game.ply, move=move)
+        assert isinstance(ack, p.MoveAck), ack
+        game.state = game.state.play(move)
+        await game.play_quiet_move(rng)
+        await alice.call(p.Resign, game_id=game.game_id)
+        record = await game.record(bob)
+        assert [m.ply for m in record.moves] == [0, 1, 2]
+        assert record.moves[1].move.lower() == move.lower()
+        assert_record_replays(record)
+        assert await stored_epoch(cluster.db_url, game.game_id) >= 2
+    finally:
+        await clients.close_all()
+        await engine.dispose()

@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 
 import redis.asyncio as aioredis
 
@@ -64,17 +65,25 @@ async def test_a_beat_writes_the_games_when_they_changed(redis: aioredis.Redis, 
 async def test_a_silent_node_is_dead_and_claimed_once(redis: aioredis.Redis, keys: Keys
                                                       ) -> None:
     claimed: list[tuple[str, str]] = []
+    claimed_at: list[float] = []
+
+    def on_dead(dead: str, by: str) -> None:
+        claimed.append((dead, by))
+        claimed_at.append(time.monotonic())
+
     options = {"interval_s": 0.2, "dead_after_s": 1.0}
-    survivors = [registry(redis, keys, name, on_dead=lambda dead, by=name:
-                          claimed.append((dead, by)), **options) for name in ("a", "b")]
+    survivors = [registry(redis, keys, name, on_dead=lambda dead, by=name: on_dead(dead, by),
+                          **options) for name in ("a", "b")]
     doomed = registry(redis, keys, "c", report=lambda: (["g9"], 1), **options)
+    beat_at = time.monotonic()
     await doomed.beat()
     for node in survivors:
         node.start()
     try:
-        await asyncio.sleep(0.4)
-        assert claimed == []  # c beat 0.4 s ago: alive
         await eventually(lambda: len(claimed) == 1, 5)
+        # never while c was alive: claimed at least dead_after_s after its last beat
+        # began (a bound on the claim's time, which a busy machine only makes later)
+        assert claimed_at[0] - beat_at >= 1.0, claimed_at[0] - beat_at
         await asyncio.sleep(0.6)  # both survivors looked again: still one claim
         assert [dead for dead, _ in claimed] == ["c"]
         [c] = [n for n in await cluster_status(redis, keys) if n.node_id == "c"]
