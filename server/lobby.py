@@ -322,16 +322,12 @@ class Lobby:
         seeks, open_count = await self.seeks.listing(self.settings.lobby_seeks_shown)
         online = await self.presence.everyone()
         shown_now = online[:self.settings.lobby_players_shown]
-        elsewhere = [u.user_id for u in shown_now
-                     if u.kind != "guest" and self.members.get(u.user_id) is None]
-        stored = await self.store.ratings.of_users(elsewhere) if elsewhere else {}
+        # their ratings as stored: a rated game may have ended in another process
+        registered = [u.user_id for u in shown_now if u.kind != "guest"]
+        stored = await self.store.ratings.of_users(registered) if registered else {}
         period_s = self.members.rating_period_s
         players = []
         for user in shown_now:
-            member = self.members.get(user.user_id)
-            if member is not None:
-                players.append(member.wire())
-                continue
             ratings = tuple(shown(pool, period_s) for pool in stored.get(user.user_id, ()))
             players.append(User(name=user.name, kind=user.kind,  # type: ignore[arg-type]
                                 ratings=ratings or None))

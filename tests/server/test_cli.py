@@ -21,7 +21,7 @@ import pytest
 
 from server.storage import GameCreated, MovePlayed, new_game_id, open_storage, sqlite_url
 
-from .conftest import TestDatabase
+from .conftest import TestDatabase, redis_url_or_skip
 from .support import Clients, ServerProcess, run_cli, start_game
 
 FISCHER = {"kind": "fischer", "base_ms": 60_000, "increment_ms": 0}
@@ -140,12 +140,11 @@ def test_a_taken_port_is_one_line_for_workers_too() -> None:
         "or choose another port with --port"], done.stderr
 
 
+@pytest.mark.parametrize("database", ["postgresql"], indirect=True)  # a cluster's
 async def test_a_one_process_server_and_cluster_nodes_do_not_share_a_database(
         server_process: Callable[..., ServerProcess], database: TestDatabase) -> None:
     """Nodes share their database with each other, never with a one-process server."""
-    redis = os.environ.get("TESSERA_TEST_REDIS_URL")
-    if database.backend != "postgresql" or not redis:
-        pytest.skip("a cluster needs PostgreSQL and TESSERA_TEST_REDIS_URL")
+    redis = await redis_url_or_skip()
     cluster = ("--cluster", redis, "--cluster-name", f"sole-{uuid.uuid4().hex[:8]}")
     nodes = [server_process(*cluster, "--node-id", f"n{i}") for i in (1, 2)]
     for node in nodes:

@@ -493,7 +493,7 @@ async def test_a_client_that_stops_reading_is_cut_off_and_memory_stays_bounded(
         assert slow.close_code == p.CLOSE_POLICY_VIOLATION
         assert slow.close_reason.startswith("too slow"), slow.close_reason
         await until(lambda: session not in gs.sessions)
-        assert session not in gs.lobby.subscribers
+        assert session not in gs.members.subscribers
 
         seen = [e for e in await _events(watcher) if isinstance(e, p.SeekAdded | p.SeekRemoved)]
         assert len(seen) == events + 100  # the reading subscriber missed nothing

@@ -9,22 +9,36 @@ import { timeControlText } from "./timecontrol.js";
 const RESULTS = { 0: "1-0", 1: "0-1" };
 export const JSON_FORMAT = "tessera-record/1";
 
-/** Milliseconds as seconds without trailing zeros (time used): 4200 -> "4.2". */
-function seconds(ms) {
-  const whole = Math.floor(ms / 1000);
-  const frac = ms % 1000;
-  if (!frac) return String(whole);
-  return `${whole}.${String(frac).padStart(3, "0")}`.replace(/0+$/, "");
+/** The fewest decimals (0 to 3) that write every millisecond value exactly in seconds: a
+ * record writes all its times at this one precision (clients/records.py decimals_needed). */
+function decimalsNeeded(values) {
+  let needed = 0;
+  for (const ms of values) {
+    if (ms !== undefined && ms !== null && ms % 1000) {
+      needed = Math.max(needed, String(ms % 1000).padStart(3, "0").replace(/0+$/, "").length);
+    }
+  }
+  return needed;
 }
 
-function clockReading(ms) {
+/** ".ddd" cut to ``decimals`` digits ("" for none). */
+function fraction(ms, decimals) {
+  return decimals ? `.${String(ms % 1000).padStart(3, "0")}`.slice(0, decimals + 1) : "";
+}
+
+/** Milliseconds as seconds with ``decimals`` decimals (time used): 4200, 1 -> "4.2". */
+function seconds(ms, decimals) {
+  return `${Math.floor(ms / 1000)}${fraction(ms, decimals)}`;
+}
+
+/** A clock reading as H:MM:SS with ``decimals`` decimals. */
+function clockReading(ms, decimals) {
   const total = Math.floor(ms / 1000);
-  const frac = ms % 1000;
   const h = Math.floor(total / 3600);
   const m = Math.floor((total % 3600) / 60);
   const sec = total % 60;
-  const tail = frac ? `.${String(frac).padStart(3, "0")}`.replace(/0+$/, "") : "";
-  return `${h}:${String(m).padStart(2, "0")}:${String(sec).padStart(2, "0")}${tail}`;
+  return `${h}:${String(m).padStart(2, "0")}:${String(sec).padStart(2, "0")}` +
+    fraction(ms, decimals);
 }
 
 function utcDate(ms) {
@@ -71,10 +85,11 @@ export function recordText(record, info) {
   if (ending !== null) tags.push(["Ending", ending]);
   const lines = tags.map(([name, value]) => `[${name} ${quote(value)}]`);
   lines.push("");
+  const decimals = decimalsNeeded(record.moves.flatMap((m) => [m.ms_used, m.clock_ms]));
   for (const m of record.moves) {
     const parts = [`${m.ply + 1}.`, m.move];
-    if (m.ms_used !== undefined) parts.push(`{used ${seconds(m.ms_used)}}`);
-    if (m.clock_ms !== undefined) parts.push(`{clk ${clockReading(m.clock_ms)}}`);
+    if (m.ms_used !== undefined) parts.push(`{used ${seconds(m.ms_used, decimals)}}`);
+    if (m.clock_ms !== undefined) parts.push(`{clk ${clockReading(m.clock_ms, decimals)}}`);
     lines.push(parts.join(" "));
   }
   lines.push(result);
