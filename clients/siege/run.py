@@ -208,11 +208,12 @@ class Bot:
                 stdout=out, stderr=subprocess.STDOUT)
 
     def stop(self) -> dict[str, Any]:
-        """SIGTERM (the games in progress may finish), a second one after 5 s (resign),
-        SIGKILL after 15 s: how long it took and what it needed."""
+        """SIGTERM (the games in progress may finish), a second one after 10 s (resign),
+        SIGKILL after 20 s: how long it took and what it needed. (A game in progress ends
+        at its players' pace: on a loaded machine 5 s was not always enough.)"""
         t0 = time.monotonic()
         signals = 0
-        for wait_s in (5.0, 10.0):
+        for wait_s in (10.0, 10.0):
             if self.proc.poll() is not None:
                 break
             self.proc.send_signal(signal.SIGTERM)
