@@ -1,7 +1,7 @@
 """The lobby: subscribing, seeks (paired automatically or accepted), direct challenges.
 
-The requests are answered by :class:`server.lobby.Lobby`, written once for a lone server
-and a cluster. Events go before replies: whoever starts a game by a request gets
+The requests are answered by :class:`server.lobby.Lobby`, written once on the seam
+(:mod:`server.seam`). Events go before replies: whoever starts a game by a request gets
 ``game_started`` (and ``seek_taken`` for a seek of theirs) before the request's reply.
 """
 
