@@ -394,7 +394,8 @@ async def challenge_flood(port: int, params: dict[str, Any], tally: Tally, ready
 # -- requests and frames ----------------------------------------------------------------------
 async def request_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """One logged-in client sending requests (ping, list_games, get_board) as fast as it
-    can, ``window`` of them in flight."""
+    can: an opening volley of twice the burst its welcome announced, all in flight at once
+    (so the budget is overrun however slow the round trip), then ``window`` in flight."""
     deadline = time.monotonic() + params["seconds"]
     conn = await open_conn(port, ATTACKER, tally)
     if conn is None:
@@ -404,7 +405,9 @@ async def request_flood(port: int, params: dict[str, Any], tally: Tally, ready: 
     kinds: list[tuple[type[Any], dict[str, Any]]] = [
         (p.Ping, {}), (p.ListGames, {"limit": 50}),
         (p.GetBoard, {"game": "xodd", "options": {"size": 13}})]
-    window = asyncio.Semaphore(params["window"])
+    limits = conn.welcome.limits if conn.welcome else None
+    volley = 2 * limits.burst if limits else params["window"]
+    window = asyncio.Semaphore(params["window"] + volley)
     ready()
     n = 0
 
@@ -424,6 +427,9 @@ async def request_flood(port: int, params: dict[str, Any], tally: Tally, ready: 
         task = asyncio.create_task(one(kind, fields))
         pending.add(task)
         task.add_done_callback(pending.discard)
+        if n == volley:  # the volley is out: from now on ``window`` in flight
+            for _ in range(volley):
+                await window.acquire()
     await asyncio.gather(*pending, return_exceptions=True)
     if conn.closed.is_set():
         tally.closed[closed_code(conn)] += 1
