@@ -7,6 +7,9 @@ import random
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import msgpack
 
 import engine
 import protocol as p
@@ -172,3 +175,37 @@ def test_a_move_the_server_did_not_store_is_sent_again(tabs: Tabs,
     table.check()  # both pages show it, played once
     reply = ask(web_server, p.GetGame, game_id=table.game_id)
     assert [m.move for m in reply.record.moves] == ["c3"]
+
+
+def test_a_move_that_arrives_while_the_page_is_built_waits_for_it(tabs: Tabs) -> None:
+    """The opponent's page is reloaded and its board geometry request held back until the
+    mover has played: the `moved` that arrives while the page is still being built is shown
+    once it is (it used to reach half-built clocks: a script error, caught by ``tabs``)."""
+    a, b = tabs.open(), tabs.open()
+    table = start_by_seek(a, b, "hadron", {"size": 5}, "fischer", minutes=5, increment=3)
+    mover, waiter = table.mover, table.players[1 - table.state.to_move]
+    held: list[Callable[[], None]] = []
+
+    def route(ws: Any) -> None:
+        server = ws.connect_to_server()
+
+        def to_server(message: str | bytes) -> None:
+            if isinstance(message, bytes) and msgpack.unpackb(message).get("t") == "get_board":
+                held.append(lambda: server.send(message))
+            else:
+                server.send(message)
+
+        ws.on_message(to_server)
+
+    waiter.route_web_socket("**/ws", route)
+    waiter.reload()
+    for _ in range(200):
+        if held:
+            break
+        waiter.wait_for_timeout(50)
+    assert held, "the reloaded page never asked for the board"
+    click_move(mover, table.state, "c3")
+    table.state = table.state.play("c3")
+    wait_ply(mover, 1)
+    held[0]()  # the board's geometry now: `moved` came first
+    table.check()

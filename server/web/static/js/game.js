@@ -92,7 +92,10 @@ export class GameView {
     this.snap = { ...snap, moves: [...snap.moves] };
     this.lastSeq = snap.seq;
     this.info = this.conn.game(snap.game) || { name: snap.game, players: ["Player 1", "Player 2"], moves: [], piece: "stone", options: [] };
-    if (first || !this.board) await this._build();
+    if (first || !this.board) { // events that arrive meanwhile wait for the page (onEvent)
+      this.building = this._build();
+      try { await this.building; } finally { this.building = null; }
+    }
     this._renderPlayers();
     this._renderMoves();
     this._renderStatus();
@@ -108,6 +111,10 @@ export class GameView {
 
   onEvent(msg) {
     if (msg.game_id !== this.gameId && !(msg.t === "game_state" && msg.game.game_id === this.gameId)) return false;
+    if (this.building) { // the page is being built: handle it after, in the order received
+      this.building.then(() => this.onEvent(msg), () => this.onEvent(msg));
+      return true;
+    }
     if (msg.t === "game_state") {
       this.applySnapshot(msg.game);
       return true;
