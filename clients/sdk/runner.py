@@ -68,6 +68,7 @@ class BotRunner:
         self.games: dict[str, GameSession] = {}
         self.seqs = p.GameSeqs()
         self.stopping = False
+        self._off_ladder = False  # stopping: the server has answered ladder_leave
         self.bots = BotPool(bot, games_at_once=self.policy.max_games)
         self.requests = Requests(self.spawn)
         self.challenges = ChallengeDesk(
@@ -135,9 +136,13 @@ class BotRunner:
         if not self.stopping:
             log.info("stopping: no new games; %d in progress will be %s", self.active(),
                      "resigned" if resign else "finished")
+        first = not self.stopping
         self.stopping = True
         if self.requests.conn is None:
             self.seeks.disconnected_for_good()
+            self._off_ladder = True  # the server forgets a bot's ladder on a disconnect
+        elif first and self.policy.ladder:
+            self.spawn(self._leave_ladder())
         self.seeks.wakeup.set()
         if resign:
             for game in self.games.values():
@@ -185,6 +190,16 @@ class BotRunner:
             log.info("on the ladder of %s", ", ".join(self.policy.ladder))
         except Exception as exc:
             log.error("could not join the ladder: %s", exc)
+
+    async def _leave_ladder(self) -> None:
+        """Off the ladder before the bot may end: a game the server pairs it into meanwhile
+        is started (and played) before the leave is answered."""
+        try:
+            await self.request(p.LadderLeave)
+        except Exception as exc:  # disconnected: the server forgets the ladder then anyway
+            log.info("leaving the ladder: %s", exc)
+        self._off_ladder = True
+        self._check_done()
 
     async def _answer_rematch(self, event: p.RematchOffered) -> None:
         """Accept an opponent's rematch offer if the policy says so and a slot is free;
@@ -284,7 +299,7 @@ class BotRunner:
     def _check_done(self) -> None:
         """Done when stopping, every game's task has ended and no accepted game is due."""
         if (self.stopping and not self.games and self.challenges.pending_accepts() == 0
-                and self.seeks.withdrawn):
+                and self.seeks.withdrawn and (self._off_ladder or not self.policy.ladder)):
             self._done.set()
 
 

@@ -8,9 +8,12 @@ import asyncio
 import itertools
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 
+import engine
 import protocol as p
+from clients.bots.base import TimeBudget
 from clients.bots.random_bot import RandomBot
 from clients.sdk import BotRunner, Policy
 from server.ratings.verify import verify
@@ -122,3 +125,51 @@ async def test_sdk_policies_for_rated_challenges_and_rematches(server: Live) -> 
     finally:
         runner.stop(resign=True)
         await asyncio.wait_for(task, 30)
+
+
+
+class SlowBot(RandomBot):
+    """A random bot that thinks 0.5 s a move, so that its games last several seconds."""
+
+    def choose_move(self, state: engine.State, budget: TimeBudget) -> str:
+        time.sleep(0.5)
+        return super().choose_move(state, budget)
+
+
+async def test_a_stopped_bot_leaves_the_ladder_at_once(serve: Serve) -> None:
+    """``BotRunner.stop`` in the middle of a ladder game leaves the ladder at once (the
+    game is played to its end): a pairing made between the game's end and the bot's
+    disconnect used to start a game nobody would play, and a stop that waited on it."""
+    async with serve(ladder_round_s=0.1) as live:
+        store = live.running.app.store
+        ladder = live.running.app.ladder
+        runners, ids = [], []
+        for index, name in enumerate(("lb-gus", "lb-hal")):
+            user = await store.create_user(name, "bot")
+            token, _ = await store.create_token(user.id, "bot", "test")
+            ids.append(user.id)
+            runners.append(BotRunner(SlowBot(seed=index), url=live.url, token=token,
+                                     policy=Policy(ladder=("hadron",), accept_from=frozenset()),
+                                     backoff_s=(0.1, 0.5)))
+        leaving, staying = runners
+        tasks = [asyncio.create_task(runner.run()) for runner in runners]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(r.ready.wait() for r in runners)), 15)
+            for _ in range(300):
+                if leaving.active():
+                    break
+                await asyncio.sleep(0.05)
+            assert leaving.active(), "the ladder paired nobody"
+            leaving.stop()
+            for _ in range(100):
+                await ladder.refresh()
+                if ids[0] not in ladder.members("hadron"):
+                    break
+                await asyncio.sleep(0.05)
+            assert ids[0] not in ladder.members("hadron")
+            assert leaving.active() and not tasks[0].done()  # still playing when it left
+            await asyncio.wait_for(tasks[0], 60)
+        finally:
+            staying.stop()
+            leaving.stop()
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
