@@ -12,7 +12,6 @@ requests are handled in :mod:`server.handlers`, stored records become protocol m
 from __future__ import annotations
 
 import asyncio
-import errno
 import gc
 import logging
 import signal
@@ -32,6 +31,7 @@ from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
 from .games import Games
 from .guests import GuestMaker, sweep_guests_forever
+from .handlers import HANDLERS
 from .history import History
 from .housebots import HouseBots, start_house_bots
 from .http import Routes
@@ -43,36 +43,20 @@ from .metrics import Metrics, measure_loop_lag
 from .rematch import Rematches
 from .revocation import enforce_revocations
 from .rooms import GameRoom
-from .session import Forwarded, Handling, Session
+from .session import Forwarded, Session
 from .storage import GameRatings, Storage, open_storage, redact_url
 from .storage.sole import SoleServer, sole_server
 from .tasks import Tasks
-from .wsio import Outbox
+from .wsio import CannotListen, Handling, Outbox, listen_problem
 
 if TYPE_CHECKING:
-    from .seam import Caller, GameRequest, Topology
+    from .host import Hosted
+    from .seam import Caller, GameRequest
 
 log = logging.getLogger(__name__)
 
 IDLE_SWEEP_S = 60.0  # how often idle rate-limit buckets and lockout entries are dropped
 CHURN_MIN_DROP = 200  # connections closed a second: a fall by this much hands memory back
-
-
-class CannotListen(Exception):
-    """The server could not listen on its address (the port is taken, the host is not
-    this machine's, ...); the message says which and what to do."""
-
-
-def listen_problem(host: str, port: int, exc: OSError) -> str:
-    """One line for the operator about an ``OSError`` from binding ``host:port``."""
-    if exc.errno == errno.EADDRINUSE:
-        return (f"port {port} on {host} is already in use (another server?): stop it, or "
-                "choose another port with --port")
-    if exc.errno == errno.EADDRNOTAVAIL:
-        return f"cannot listen on {host}: not an address of this machine (--host)"
-    if exc.errno == errno.EACCES:
-        return f"not allowed to listen on port {port} (ports below 1024 need privileges)"
-    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
 
 
 class App:
@@ -82,7 +66,7 @@ class App:
     (:mod:`server.seam`), taken once here; the app is never rewired after it is built."""
 
     def __init__(self, settings: Settings, storage: Storage, metrics: Metrics,
-                 topology: Topology) -> None:
+                 topology: Hosted) -> None:
         self.settings = settings
         self.store = storage.store
         self.metrics = metrics
@@ -111,6 +95,7 @@ class App:
         self.sessions: set[Session] = set()
         self.outbox = Outbox()
         self.handling = Handling()  # requests in progress; pings pass the slow ones
+        self.handlers = HANDLERS
         # an account's budgets over all its connections (on a cluster: over every node)
         self.account_requests = topology.account_requests
         self.account_chat = topology.account_chat
@@ -126,7 +111,7 @@ class App:
         return {user.user_id for user in await self.topology.presence.everyone()}
 
     async def serve_forwarded(self, user: Caller, message: GameRequest) -> list[bytes]:
-        """A request another process forwarded, run by its handler here (``seam.Host``)."""
+        """A request another process forwarded, run by its handler here (``host.Host``)."""
         return await Forwarded(self, user).run(message)
 
     def _rated(self, room: GameRoom, changes: GameRatings) -> None:
@@ -233,7 +218,7 @@ class Running:
 
 
 @asynccontextmanager
-async def running_server(settings: Settings, topology: Topology | None = None
+async def running_server(settings: Settings, topology: Hosted | None = None
                          ) -> AsyncIterator[Running]:
     """Open storage (migrating it), prepare the topology (a lone server, by default,
     restores its games in progress), listen; on exit close with 1001.
@@ -251,7 +236,7 @@ async def running_server(settings: Settings, topology: Topology | None = None
 
 
 @asynccontextmanager
-async def _running_server(settings: Settings, topology: Topology,
+async def _running_server(settings: Settings, topology: Hosted,
                           sole: SoleServer) -> AsyncIterator[Running]:
     metrics = Metrics()
     async with open_storage(settings.db_url,
@@ -322,7 +307,7 @@ async def _running_server(settings: Settings, topology: Topology,
     log.info("stopped: everything acknowledged is stored")
 
 
-async def run_server(settings: Settings, topology: Topology | None = None,
+async def run_server(settings: Settings, topology: Hosted | None = None,
                      ready_file: str | None = None) -> None:
     """Serve until SIGTERM or SIGINT (as a lone server unless ``topology`` says else)."""
     stop = asyncio.Event()

@@ -211,8 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem:
             print(f"tessera: {problem}", file=sys.stderr)
             return 2
-        from .app import CannotListen
         from .storage.sole import DatabaseInUse
+        from .wsio import CannotListen
 
         if args.workers > 1:
             from .cluster.workers import run_workers

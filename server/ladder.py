@@ -23,14 +23,12 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from typing import Protocol
-
-import msgpack
 
 import engine
 import protocol as p
 
 from .lobby import DEFAULT_PERIOD_S, Member, Offer
+from .offers import LadderRoster, MemoryRoster
 from .rooms import GameRoom
 from .storage import PoolRating
 from .tasks import checkpoint
@@ -40,55 +38,10 @@ log = logging.getLogger(__name__)
 DEFAULT_CLOCK = "1m+1s"
 MATCH_BUDGET = 20_000  # steps of the pairing search a round may take, per game
 
-Entry = tuple[str, str, frozenset[str]]  # a bot's name, kind and the games it plays
 StartGame = Callable[[Offer, tuple[Member, Member]], Awaitable[GameRoom]]
 OnlineIds = Callable[[], Awaitable[set[int]]]  # the users online anywhere
 Ratings = Callable[[list[int], str], Awaitable[dict[int, list[PoolRating]]]]  # as stored
 Playing = Callable[[list[int]], Awaitable[dict[int, int]]]  # games in progress, anywhere
-
-
-class LadderRoster(Protocol):
-    """The ladder's bots, wherever they are connected, and who pairs the rounds."""
-
-    async def enter(self, user_id: int, entry: Entry) -> None: ...
-
-    async def exit(self, user_id: int) -> None: ...
-
-    async def read(self) -> dict[int, Entry]:
-        """Every bot on the ladder."""
-
-    async def leading(self) -> bool:
-        """Whether this process pairs the rounds (now)."""
-
-
-class MemoryRoster:
-    """``LadderRoster`` of one process: it pairs every round."""
-
-    def __init__(self) -> None:
-        self._entries: dict[int, Entry] = {}
-
-    async def enter(self, user_id: int, entry: Entry) -> None:
-        self._entries[user_id] = entry
-
-    async def exit(self, user_id: int) -> None:
-        self._entries.pop(user_id, None)
-
-    async def read(self) -> dict[int, Entry]:
-        return dict(self._entries)
-
-    async def leading(self) -> bool:
-        return True
-
-
-def pack_entry(entry: Entry) -> bytes:
-    name, kind, games = entry
-    packed: bytes = msgpack.packb([name, kind, sorted(games)])
-    return packed
-
-
-def unpack_entry(data: bytes | str) -> Entry:
-    name, kind, games = msgpack.unpackb(data.encode() if isinstance(data, str) else data)
-    return name, kind, frozenset(games)
 
 
 class Ladder:
@@ -245,4 +198,4 @@ class Ladder:
         return (a, b) if key(a) <= key(b) else (b, a)
 
 
-__all__ = ["Ladder", "LadderRoster", "MemoryRoster", "pack_entry", "unpack_entry"]
+__all__ = ["Ladder", "LadderRoster", "MemoryRoster"]

@@ -10,16 +10,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .ladder import MemoryRoster
 from .lockout import MemoryLockout
-from .offers import LOCAL_NODE, MemoryChallenges, MemoryPresence, MemoryRematches, MemorySeeks
+from .offers import (
+    LOCAL_NODE,
+    MemoryChallenges,
+    MemoryPresence,
+    MemoryRematches,
+    MemoryRoster,
+    MemorySeeks,
+)
 from .ratelimit import MemoryTokenBuckets
 from .revocation import close_revoked
 from .rooms import GameRoom
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .seam import Asker, GameRequest, Host, Seated
+    from .host import Host
+    from .seam import Asker, GameRequest, Seated
 
 
 class LocalPlacement:

@@ -29,6 +29,7 @@ from protocol import ErrorCode, ProtocolError
 from .storage import name_key
 
 LOCAL_NODE = "local"  # the one node of a lone server
+Entry = tuple[str, str, frozenset[str]]  # a ladder bot's name, kind and the games it plays
 
 
 def offer_key(game: str, options: dict[str, Any], clock: p.TimeControl,
@@ -320,6 +321,20 @@ class RematchStore(Protocol):
 # -- one process -----------------------------------------------------------------------------
 
 
+class LadderRoster(Protocol):
+    """The ladder's bots, wherever they are connected, and who pairs the rounds."""
+
+    async def enter(self, user_id: int, entry: Entry) -> None: ...
+
+    async def exit(self, user_id: int) -> None: ...
+
+    async def read(self) -> dict[int, Entry]:
+        """Every bot on the ladder."""
+
+    async def leading(self) -> bool:
+        """Whether this process pairs the rounds (now)."""
+
+
 class MemoryPresence:
     """``PresenceStore`` of one process (a lone server: one node)."""
 
@@ -554,3 +569,22 @@ __all__ = [
     "MemoryPresence", "MemoryRematches", "MemorySeeks", "Online", "PresenceStore",
     "RematchOffer", "RematchStore", "Seek", "SeekCaps", "SeekStore", "offer_key",
 ]
+
+
+class MemoryRoster:
+    """``LadderRoster`` of one process: it pairs every round."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, Entry] = {}
+
+    async def enter(self, user_id: int, entry: Entry) -> None:
+        self._entries[user_id] = entry
+
+    async def exit(self, user_id: int) -> None:
+        self._entries.pop(user_id, None)
+
+    async def read(self) -> dict[int, Entry]:
+        return dict(self._entries)
+
+    async def leading(self) -> bool:
+        return True

@@ -11,14 +11,13 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import protocol as p
 
 from .tasks import checkpoint
 
 if TYPE_CHECKING:
-    from .session import Session
     from .storage import Store
 
 log = logging.getLogger(__name__)
@@ -29,7 +28,17 @@ OVERLAP = timedelta(seconds=10)
 CLOSE_REVOKED = (p.CLOSE_POLICY_VIOLATION, "token revoked")
 
 
-async def enforce_revocations(store: Store, sessions: Callable[[], Iterable[Session]],
+class Revocable(Protocol):
+    """A connection as revocation sees it (``server.session.Session``)."""
+
+    token_digest: str | None
+    closing: bool
+    peer: str
+
+    def close(self, code: int, reason: str) -> None: ...
+
+
+async def enforce_revocations(store: Store, sessions: Callable[[], Iterable[Revocable]],
                               interval_s: float) -> None:
     """Poll for tokens revoked since the server started and close their connections."""
     since = datetime.now(UTC) - OVERLAP
@@ -46,7 +55,7 @@ async def enforce_revocations(store: Store, sessions: Callable[[], Iterable[Sess
         close_revoked(sessions(), revoked)
 
 
-def close_revoked(sessions: Iterable[Session], digests: set[str]) -> int:
+def close_revoked(sessions: Iterable[Revocable], digests: set[str]) -> int:
     """Close the connections logged in with a token of these digests; how many."""
     closed = 0
     for session in list(sessions):

@@ -19,7 +19,7 @@ Everything that differs between a lone server and a node of a cluster sits behin
 The handlers, the games, the lobby and the session are written once against these
 interfaces; nothing asks which topology it runs in. ``server.local`` is the lone server's
 implementation (in memory), ``server.cluster`` the cluster's (Redis and PostgreSQL). The
-topology is given the :class:`Host` (the app's parts it serves) when the app is built.
+topology is given the app's parts it serves (``server.host.Host``) when the app is built.
 """
 
 from __future__ import annotations
@@ -31,17 +31,11 @@ from typing import TYPE_CHECKING, Protocol, Union
 if TYPE_CHECKING:
     import protocol as p
 
-    from .config import Settings
-    from .games import Games
-    from .ladder import LadderRoster
-    from .lobby import Lobby, Members
     from .lockout import LockoutStore
-    from .metrics import Metrics
-    from .offers import ChallengeStore, PresenceStore, RematchStore, SeekStore
+    from .offers import ChallengeStore, LadderRoster, PresenceStore, RematchStore, SeekStore
     from .ratelimit import AccountLimits
     from .rooms import GameRoom, Watched
-    from .session import Session
-    from .storage import Store, User
+    from .storage import User
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,35 +69,6 @@ class Asker(Protocol):
     def send(self, message: p.ServerMessage) -> None: ...
 
     def send_frame(self, frame: bytes) -> None: ...
-
-
-class Host(Protocol):
-    """The parts of the server a topology serves (the app)."""
-
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def metrics(self) -> Metrics: ...
-
-    @property
-    def games(self) -> Games: ...
-
-    @property
-    def members(self) -> Members: ...
-
-    @property
-    def lobby(self) -> Lobby: ...
-
-    @property
-    def sessions(self) -> set[Session]: ...
-
-    async def serve_forwarded(self, user: Caller, message: GameRequest) -> list[bytes]:
-        """Run a request another process forwarded, by the handler a connection's own
-        request gets: the frames it sends back (a refusal raises ``ProtocolError``)."""
 
 
 class Placement(Protocol):
@@ -213,9 +178,6 @@ class Topology(Protocol):
     def roster(self) -> LadderRoster: ...
 
 
-    def bind(self, host: Host) -> None:
-        """The app this topology serves (called once, as the app is built)."""
-
     async def prepare(self) -> None:
         """Before the server listens (a lone server restores its games in progress)."""
 
@@ -233,5 +195,5 @@ class Topology(Protocol):
         a dict never shrinks)."""
 
 
-__all__ = ["Asker", "Caller", "GameRequest", "Host", "Placement", "Reach", "Revocations", "Seated",
+__all__ = ["Asker", "Caller", "GameRequest", "Placement", "Reach", "Revocations", "Seated",
            "Topology"]

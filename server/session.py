@@ -11,7 +11,7 @@ A client that stops reading and lets more than ``out_buffer_bytes`` pile up unre
 disconnected, so a slow reader cannot make the server's memory grow.
 
 A connection's requests are handled one at a time, in the order they come, but for
-``ping``: a request still in its handler after a moment (:class:`Handling` looks every
+``ping``: a request still in its handler after a moment (:class:`server.wsio.Handling` looks every
 ``READ_ON_AFTER_S``; a move waiting for a busy database) makes the session read on and
 answer each ``ping`` read meanwhile at once; the other requests read meanwhile wait their
 turn, in order (up to ``MAX_HELD`` of them; then nothing more is read until they are
@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -32,13 +32,12 @@ from websockets.exceptions import ConnectionClosed
 import protocol as p
 
 from . import wsio
-from .handlers import HANDLERS
 from .ratelimit import TokenBucket
 from .rooms import GameRoom, Watched
 from .storage import WriteFailed, token_digest
 
 if TYPE_CHECKING:
-    from .app import App
+    from .host import Host
     from .lobby import Member
     from .seam import Caller
     from .storage import PoolRating, User
@@ -49,36 +48,13 @@ CLOSE_TOO_SLOW = 1008
 MAX_RATE_PAUSE_S = 1.0  # the longest a rate-limited connection goes unread
 MAX_BAD_FRAMES = 50  # protocol errors in a row before the connection is closed
 FLUSH_TIMEOUT_S = 5.0  # how long a closing connection may take to send what is queued
-READ_ON_AFTER_S = 0.05  # a request in its handler this long (to twice) lets pings pass it
 MAX_HELD = 16  # requests read on past a slow one, waiting their turn (then none are read)
-
-
-class Handling:
-    """The sessions in the middle of a request, and the look that makes those still in the
-    same one since the last look read on (:meth:`Session.read_on`). A request costs two
-    dict operations; the look runs every ``READ_ON_AFTER_S`` over the requests in progress.
-    """
-
-    def __init__(self) -> None:
-        self.now: dict[Session, int] = {}  # session -> the number of its request
-        self._seen: dict[Session, int] = {}
-
-    def look(self) -> None:
-        seen, self._seen = self._seen, dict(self.now)
-        for session, number in self._seen.items():
-            if seen.get(session) == number:
-                session.read_on()
-
-    async def run(self) -> None:
-        while True:
-            await asyncio.sleep(READ_ON_AFTER_S)
-            self.look()
 
 
 class Session:
     """The server side of one connection."""
 
-    def __init__(self, ws: ServerConnection, app: App) -> None:
+    def __init__(self, ws: ServerConnection, app: Host) -> None:
         self.ws = ws
         self.app = app
         settings = app.settings
@@ -306,14 +282,14 @@ class Session:
 
     async def _dispatch(self, request: p.ClientMessage) -> p.ServerMessage | None:
         """Run the request's handler; one in progress on a slow path is watched
-        (:class:`Handling`), unless this is a ping read on past another."""
+        (:class:`~server.wsio.Handling`), unless this is a ping read on past another."""
         if self._reader is not None:
-            return await HANDLERS[type(request)](self, request)
+            return await self.app.handlers[type(request)](self, request)
         handling = self.app.handling.now
         self.requests += 1
         number = handling[self] = self.requests
         try:
-            return await HANDLERS[type(request)](self, request)
+            return await self.app.handlers[type(request)](self, request)
         finally:
             if handling.get(self) == number:
                 del handling[self]
@@ -418,7 +394,7 @@ class Forwarded:
     gives them to its client). It runs through the same handler table as a connection's
     own requests (``Placement.forward``)."""
 
-    def __init__(self, app: App, user: Caller) -> None:
+    def __init__(self, app: Host, user: Caller) -> None:
         self.app = app
         self.user: Caller | None = user
         self.member = None
@@ -441,7 +417,7 @@ class Forwarded:
 
     async def run(self, message: p.ClientMessage) -> list[bytes]:
         """Handle ``message``: the frames its handler sent (a refusal raises)."""
-        reply = await HANDLERS[type(message)](cast(Any, self), message)
+        reply = await self.app.handlers[type(message)](self, message)
         if reply is not None:
             self.send(reply)
         return self.frames

@@ -31,8 +31,9 @@ that moves one fails loudly there rather than quietly here.
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from websockets.asyncio.connection import Connection
 from websockets.asyncio.server import Server, ServerConnection
@@ -212,3 +213,52 @@ def accept_in_batches(server: Server, queue: int) -> None:
     for listening in server.sockets:
         with listening.dup() as duplicate:
             duplicate.listen(queue)
+
+
+READ_ON_AFTER_S = 0.05  # a request in its handler this long (to twice) lets pings pass it
+
+
+class ReadsOn(Protocol):
+    """A connection that can read on past its slow request."""
+
+    def read_on(self) -> None: ...
+
+
+class Handling:
+    """The sessions in the middle of a request, and the look that makes those still in the
+    same one since the last look read on (:meth:`server.session.Session.read_on`). A
+    request costs two dict operations; the look runs every ``READ_ON_AFTER_S`` over the
+    requests in progress.
+    """
+
+    def __init__(self) -> None:
+        self.now: dict[ReadsOn, int] = {}  # session -> the number of its request
+        self._seen: dict[ReadsOn, int] = {}
+
+    def look(self) -> None:
+        seen, self._seen = self._seen, dict(self.now)
+        for session, number in self._seen.items():
+            if seen.get(session) == number:
+                session.read_on()
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(READ_ON_AFTER_S)
+            self.look()
+
+
+class CannotListen(Exception):
+    """The server could not listen on its address (the port is taken, the host is not
+    this machine's, ...); the message says which and what to do."""
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    """One line for the operator about an ``OSError`` from binding ``host:port``."""
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another server?): stop it, or "
+                "choose another port with --port")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}: not an address of this machine (--host)"
+    if exc.errno == errno.EACCES:
+        return f"not allowed to listen on port {port} (ports below 1024 need privileges)"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"

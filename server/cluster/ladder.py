@@ -9,9 +9,10 @@ holder each round, in one Lua script); the others only refresh their view (for
 
 from __future__ import annotations
 
+import msgpack
 import redis.asyncio as aioredis
 
-from server.ladder import Entry, pack_entry, unpack_entry
+from server.offers import Entry
 
 from .keys import Keys
 
@@ -28,6 +29,17 @@ if held == ARGV[1] then
 end
 return 0
 """
+
+
+def pack_entry(entry: Entry) -> bytes:
+    name, kind, games = entry
+    packed: bytes = msgpack.packb([name, kind, sorted(games)])
+    return packed
+
+
+def unpack_entry(data: bytes | str) -> Entry:
+    name, kind, games = msgpack.unpackb(data.encode() if isinstance(data, str) else data)
+    return name, kind, frozenset(games)
 
 
 class RedisRoster:

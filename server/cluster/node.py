@@ -79,7 +79,8 @@ from .presence import RedisPresence
 from .remote import SNAPSHOT, RemoteGame
 
 if TYPE_CHECKING:
-    from server.seam import Asker, GameRequest, Host, Seated
+    from server.host import Host
+    from server.seam import Asker, GameRequest, Seated
 
 log = logging.getLogger(__name__)
 

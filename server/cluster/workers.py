@@ -184,7 +184,7 @@ class Supervisor:
 
 def run_workers(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``tessera serve --workers N`` (flags already checked by ``serve_flags_problem``)."""
-    from ..app import CannotListen, listen_problem
+    from ..wsio import CannotListen, listen_problem
     from .config import default_node_id
 
     base = args.node_id or default_node_id()

@@ -22,7 +22,7 @@ from protocol.limits import MAX_LISTED_MOVES
 from ..rooms import refuse
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..host import Host
     from ..session import Session
 
 RECENT_POSITIONS = 256  # games whose last asked-for position is kept, to step on from it
@@ -90,10 +90,10 @@ class _Recent:
             self.states.popitem(last=False)
 
 
-_RECENT: WeakKeyDictionary[App, _Recent] = WeakKeyDictionary()
+_RECENT: WeakKeyDictionary[Host, _Recent] = WeakKeyDictionary()
 
 
-async def _state_at(app: App, game_id: str, ply: int | None) -> engine.State:
+async def _state_at(app: Host, game_id: str, ply: int | None) -> engine.State:
     """The state of ``game_id`` after ``ply`` moves (all of them if None); not_found for an
     unknown game or a ply it has not reached."""
     key, options, moves = await _moves_of(app, game_id)
@@ -112,7 +112,7 @@ async def _state_at(app: App, game_id: str, ply: int | None) -> engine.State:
     return state
 
 
-async def _moves_of(app: App, game_id: str
+async def _moves_of(app: Host, game_id: str
                     ) -> tuple[str, dict[str, int | str], tuple[str, ...]]:
     """A game's key, options and canonical moves: from its room if this server holds it
     (live, or finished and remembered), else from storage."""

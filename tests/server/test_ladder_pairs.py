@@ -8,8 +8,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.ladder import Ladder, MemoryRoster
+from server.ladder import Ladder
 from server.lobby import Member, Offer
+from server.offers import MemoryRoster
 from server.rooms import GameRoom
 from server.storage import PoolRating
 
