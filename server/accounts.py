@@ -33,12 +33,11 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from protocol import ErrorCode, ProtocolError
 
-from .lockout import KnownPairs, LockoutStore, MemoryLockout
-from .ratelimit import address_key, per_address
+from .lockout import KnownPairs, LockoutStore
+from .ratelimit import AccountLimits, address_key
 from .storage import NameTaken, Store, User
 
 if TYPE_CHECKING:
-    from .config import Settings
     from .guests import GuestMaker
 
 T = TypeVar("T")
@@ -217,29 +216,28 @@ class Accounts:
     """
 
     def __init__(self, store: Store, passwords: Passwords, guests: GuestMaker,
-                 settings: Settings, lockout: LockoutStore | None = None) -> None:
+                 lockout: LockoutStore, address_logins: AccountLimits | None = None,
+                 address_guests: AccountLimits | None = None) -> None:
+        """``address_logins``, ``address_guests``: the per-address budgets (None: none),
+        one process's or a cluster's (``seam.Topology``), as ``lockout`` is."""
         self.store = store
         self.passwords = passwords
         self.guests = guests
-        self.lockout: LockoutStore = lockout if lockout is not None else MemoryLockout(
-            settings.login_lockout_after, settings.login_lockout_base_s,
-            settings.login_lockout_max_s)
+        self.lockout = lockout
         self.known = KnownPairs()  # pairs that logged in: first in the hash queue's reserve
-        self.address_logins = per_address(settings.address_logins_per_minute / 60,
-                                          settings.address_login_burst)
-        self.address_guests = per_address(settings.address_guests_per_hour / 3600,
-                                          settings.address_guest_burst)
+        self.address_logins = address_logins
+        self.address_guests = address_guests
 
-    def _take_login(self, address: str) -> None:
+    async def _take_login(self, address: str) -> None:
         """Spend one of the address's logins (a hash), or refuse with rate_limited."""
         if self.address_logins is not None:
-            wait = self.address_logins.take(address_key(address))
+            wait = await self.address_logins.take(address_key(address))
             if wait:
                 raise _rate_limited("too many logins from your address", wait)
 
     async def register(self, name: str, password: str, address: str = "?"
                        ) -> tuple[User, str]:
-        self._take_login(address)
+        await self._take_login(address)
         try:
             password_hash = await self.passwords.hash(password)
         except HashQueueFull as exc:
@@ -256,7 +254,7 @@ class Accounts:
         """Check a password. A lock of this (account, address) pair refuses the attempt
         before any hash, without counting it; a wrong password counts once its hash has
         said so (``Lockout.failed`` decides, after the fact, whether it still counts)."""
-        self._take_login(address)
+        await self._take_login(address)
         user = await self.store.get_user_by_name(name)
         key = (user.id, address_key(address)) if user is not None else None
         if key is not None and (wait := await self.lockout.locked_for(key)):
@@ -286,7 +284,7 @@ class Accounts:
     async def guest(self, address: str = "?") -> tuple[User, str]:
         """A new guest account and its session token, unless the address made its share."""
         if self.address_guests is not None:
-            wait = self.address_guests.take(address_key(address))
+            wait = await self.address_guests.take(address_key(address))
             if wait:
                 raise _rate_limited("too many new guests from your address", wait)
         return await self.guests.make()

@@ -76,8 +76,8 @@ class App:
                                    time_cost=settings.password_hash_time_cost,
                                    memory_kib=settings.password_hash_memory_kib)
         self.guests = GuestMaker(self.store)
-        self.accounts = Accounts(self.store, self.passwords, self.guests, settings,
-                                 topology.lockout)
+        self.accounts = Accounts(self.store, self.passwords, self.guests, topology.lockout,
+                                 topology.address_logins, topology.address_guests)
         self.placement = topology.placement
         self.members = Members(settings.rating_period_s)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,

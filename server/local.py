@@ -19,7 +19,7 @@ from .offers import (
     MemoryRoster,
     MemorySeeks,
 )
-from .ratelimit import MemoryTokenBuckets
+from .ratelimit import MemoryTokenBuckets, address_budgets
 from .revocation import close_revoked
 from .rooms import GameRoom
 
@@ -115,6 +115,8 @@ class LocalTopology:
         self.account_requests = MemoryTokenBuckets(settings.account_rate,
                                                    settings.account_burst)
         self.account_chat = MemoryTokenBuckets(settings.chat_rate, settings.chat_burst)
+        self.address_logins, self.address_guests = address_budgets(
+            settings, lambda _scope, rate, burst: MemoryTokenBuckets(rate, burst))
         self.revocations = LocalRevocations(self.placement)
         self.lockout = MemoryLockout(settings.login_lockout_after,
                                      settings.login_lockout_base_s,

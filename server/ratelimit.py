@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 import time
-from typing import Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 
 class TokenBucket:
@@ -88,16 +92,9 @@ def address_key(peer: str) -> str:
     return str(address)
 
 
-def per_address(per_second: float, burst: float) -> BucketTable | None:
-    """A table of per-address buckets, or None when the limit is switched off (a rate or
-    burst of 0)."""
-    if per_second <= 0 or burst < 1:
-        return None
-    return BucketTable(per_second, burst)
-
-
 class AccountLimits(Protocol):
-    """An account's budget over all its connections: ``MemoryTokenBuckets`` in one process,
+    """A budget per subject (an account over all its connections, a client address over
+    all its logins): ``MemoryTokenBuckets`` in one process,
     ``server.cluster.limits.RedisTokenBuckets`` over a cluster's nodes."""
 
     async def take(self, subject: str | int) -> float:
@@ -126,3 +123,17 @@ class MemoryTokenBuckets:
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+def address_budgets(settings: Settings, make: Callable[[str, float, float], AccountLimits]
+                    ) -> tuple[AccountLimits | None, AccountLimits | None]:
+    """The per-address budgets of logins (and registrations: each is a password hash) and
+    of new guests, made by ``make(scope, rate per second, burst)``; None where the setting
+    switches one off (a rate or burst of 0)."""
+    wanted = (("logins", settings.address_logins_per_minute / 60,
+               settings.address_login_burst),
+              ("guests", settings.address_guests_per_hour / 3600,
+               settings.address_guest_burst))
+    logins, guests = (None if rate <= 0 or burst < 1 else make(scope, rate, burst)
+                      for scope, rate, burst in wanted)
+    return logins, guests

@@ -11,8 +11,9 @@ Everything that differs between a lone server and a node of a cluster sits behin
   a user's connections on other nodes, seating them in a game that starts here;
 - **the lobby's shared state** (``server.offers``): presence, seeks, challenges, rematch
   offers;
-- **budgets** per account over every connection (``ratelimit.AccountLimits``), and failed
-  logins with their locks per (account, address) (``lockout.LockoutStore``);
+- **budgets** per account over every connection and per client address over every login
+  (``ratelimit.AccountLimits``), and failed logins with their locks per (account,
+  address) (``lockout.LockoutStore``);
 - **revocations**: a logout closes the token's connections everywhere;
 - **the ladder's roster** and who pairs its rounds.
 
@@ -167,6 +168,14 @@ class Topology(Protocol):
 
     @property
     def account_chat(self) -> AccountLimits: ...
+
+    @property
+    def address_logins(self) -> AccountLimits | None:
+        """Logins and registrations per client address (None: unlimited)."""
+
+    @property
+    def address_guests(self) -> AccountLimits | None:
+        """New guests per client address (None: unlimited)."""
 
     @property
     def revocations(self) -> Revocations: ...

@@ -58,6 +58,7 @@ from redis.exceptions import RedisError
 import protocol as p
 from server import wire
 from server.config import Settings
+from server.ratelimit import address_budgets
 from server.revocation import close_revoked
 from server.rooms import NOT_STORED_RETRY_MS, GameRoom
 from server.seam import Caller
@@ -249,6 +250,8 @@ class ClusterNode:
                                                   settings.account_burst)
         self.account_chat = RedisTokenBuckets(bus.redis, self.keys, "chat",
                                               settings.chat_rate, settings.chat_burst)
+        self.address_logins, self.address_guests = address_budgets(
+            settings, partial(RedisTokenBuckets, bus.redis, self.keys))
         self.revocations = ClusterRevocations(self)
         self.lockout = RedisLockout(bus.redis, self.keys, settings.login_lockout_after,
                                     settings.login_lockout_base_s,

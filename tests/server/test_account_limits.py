@@ -30,15 +30,18 @@ from server.lockout import LOCKOUT_CEILING_S, Lockout
 from server.ratelimit import BucketTable, address_key
 from server.session import Session
 
-from .conftest import PRODUCTION_HASHING, Live, Serve, one_backend
+from .conftest import PRODUCTION_HASHING, Live, Serve, both_topologies, one_backend
 from .support import TIMEOUT, start_game
 
 PASSWORD = "correct horse battery"
 
 
-async def connect_from(live: Live, address: str) -> Connection:
-    """A connection from ``address`` (a loopback address), hello said."""
-    ws = await websockets.connect(live.url, max_size=p.MAX_SERVER_FRAME_BYTES,
+async def connect_from(live: Live, address: str, node: int = 0) -> Connection:
+    """A connection from ``address`` (a loopback address), hello said; on a cluster to
+    node ``node`` (modulo their number)."""
+    ports = [running.port for running in live.nodes] or [live.running.port]
+    url = f"ws://127.0.0.1:{ports[node % len(ports)]}/ws"
+    ws = await websockets.connect(url, max_size=p.MAX_SERVER_FRAME_BYTES,
                                   compression=None, local_addr=(address, 0))
     conn = Connection(ws)
     live.clients.opened.append(conn)
@@ -192,10 +195,11 @@ async def test_a_full_hash_queue_refuses_at_once_and_a_later_login_gets_in(serve
 
 
 # -- per-address limits --------------------------------------------------------------------------
-@one_backend
+@both_topologies
 async def test_guests_per_address_are_limited(serve: Serve) -> None:
+    """One budget per address, on every node of a cluster alike."""
     async with serve(address_guests_per_hour=60, address_guest_burst=3) as live:
-        crowded = [await connect_from(live, "127.0.2.1") for _ in range(4)]
+        crowded = [await connect_from(live, "127.0.2.1", node) for node in range(4)]
         results = [await outcome(c, p.Guest) for c in crowded]
         assert [code for code, _ in results] == ["authed"] * 3 + ["rate_limited"]
         wait = results[-1][1]
@@ -204,19 +208,19 @@ async def test_guests_per_address_are_limited(serve: Serve) -> None:
         assert await live.running.app.store.count_users("guest") == 4
 
 
-@one_backend
+@both_topologies
 async def test_logins_per_address_are_limited(serve: Serve) -> None:
+    """One budget per address, on every node of a cluster alike (each attempt from the
+    same address goes to the next node)."""
     async with serve(address_logins_per_minute=6, address_login_burst=3) as live:
-        home = await connect_from(live, "127.0.3.1")
-        assert (await outcome(home, p.Register, username="Owner", password=PASSWORD)
+        homes = [await connect_from(live, "127.0.3.1", node) for node in range(4)]
+        assert (await outcome(homes[0], p.Register, username="Owner", password=PASSWORD)
                 )[0] == "authed"  # a registration is a hash: it counts
-        await home.call(p.Logout)
-        assert (await outcome(home, p.Login, username="Owner", password="typo")
+        assert (await outcome(homes[1], p.Login, username="Owner", password="typo")
                 )[0] == "invalid_credentials"
-        assert (await outcome(home, p.Login, username="Owner", password=PASSWORD)
+        assert (await outcome(homes[2], p.Login, username="Owner", password=PASSWORD)
                 )[0] == "authed"
-        await home.call(p.Logout)
-        code, wait = await outcome(home, p.Login, username="Owner", password=PASSWORD)
+        code, wait = await outcome(homes[3], p.Login, username="Owner", password=PASSWORD)
         assert code == "rate_limited" and wait is not None and 5_000 < wait <= 10_001, wait
         away = await connect_from(live, "127.0.3.2")
         assert (await outcome(away, p.Login, username="Owner", password=PASSWORD)
