@@ -67,7 +67,7 @@ async def two_node_game(cluster: Cluster, clients: Clients) -> Game:
     return dataclasses.replace(game, players=(alice, bob))
 
 
-async def finish_and_check(game: Game, played: list[str]) -> None:
+async def finish_and_check(game: Game, played: list[str], logs: Callable[[], str]) -> None:
     alice, bob = game.players
     await persist(lambda: alice.call(p.Resign, game_id=game.game_id))
     record = await persist(lambda: game.record(bob))
@@ -86,7 +86,7 @@ async def finish_and_check(game: Game, played: list[str]) -> None:
                     break
             if isinstance(event, p.GameOver) and event.game_id == game.game_id:
                 break
-        assert seen == set(range(len(played))), (player.name, sorted(seen))
+        assert seen == set(range(len(played))), (player.name, sorted(seen), logs())
 
 
 async def test_redis_restarted_during_play(cluster: Cluster, private_redis: PrivateRedis
@@ -103,7 +103,7 @@ async def test_redis_restarted_during_play(cluster: Cluster, private_redis: Priv
         private_redis.start()
         for _ in range(6):
             await play(game, rng, played)
-        await finish_and_check(game, played)
+        await finish_and_check(game, played, cluster.logs)
     finally:
         await clients.close_all()
 
@@ -124,6 +124,6 @@ async def test_postgres_restarted_during_play(cluster: Cluster,
         await waiting
         for _ in range(5):
             await play(game, rng, played)
-        await finish_and_check(game, played)
+        await finish_and_check(game, played, cluster.logs)
     finally:
         await clients.close_all()
