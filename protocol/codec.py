@@ -44,12 +44,14 @@ from protocol.messages import (
 from protocol.values import GameId, RequestId
 
 __all__ = [
+    "Prepared",
     "decode_client",
     "decode_server",
     "encode",
     "encode_trusted",
     "load_value",
     "peek_type",
+    "prepare",
 ]
 
 _REQUEST_ID = compile_type(RequestId)
@@ -78,6 +80,64 @@ def encode_trusted(cls: type[Message], **fields: Any) -> bytes:
     """The frame of ``cls.trusted(**fields)``, without building the message: for the
     server's own events on the path of every move (see :meth:`Struct.trusted`)."""
     return _PACKERS.packer.pack(struct_converter(cls).trusted_wire(fields))
+
+
+class Prepared:
+    """A message packed once for many frames that differ only in a few fields (its
+    ``holes``: a request's ``id``, a snapshot's ``game.clocks_ms``), e.g. the lobby's first
+    page or a game's state for each of its spectators. ``frame(**values)`` is the frame
+    ``encode`` would give for the message with those fields set to ``values`` (their wire
+    form, named by their dotted paths with ``.`` written ``__``), byte for byte, for the
+    cost of packing the values alone. The values are not checked: the server vouches for
+    them (as for ``encode_trusted``).
+    """
+
+    __slots__ = ("holes", "parts", "size")
+
+    def __init__(self, parts: list[bytes | str]) -> None:
+        self.parts = tuple(parts)
+        self.holes = frozenset(part for part in parts if isinstance(part, str))
+        self.size = sum(len(part) for part in parts if isinstance(part, bytes))
+
+    def frame(self, **values: Any) -> bytes:
+        if values.keys() != self.holes:
+            raise TypeError(f"prepared frame: give exactly {sorted(self.holes)}, "
+                            f"not {sorted(values)}")
+        pack = _PACKERS.packer.pack
+        return b"".join(part if isinstance(part, bytes) else pack(values[part])
+                        for part in self.parts)
+
+
+def prepare(message: Message, holes: tuple[str, ...] = ("id",)) -> Prepared:
+    """``message`` packed once, with the fields at ``holes`` (dotted paths, each present
+    in ``message``) left to fill in per frame (:class:`Prepared`)."""
+    paths = {tuple(hole.split(".")) for hole in holes}
+    parts: list[bytes | str] = []
+    _pack_parts(message.to_wire(), (), paths, parts)
+    merged: list[bytes | str] = []
+    for part in parts:  # adjacent bytes joined: a frame is one join of few parts
+        if isinstance(part, bytes) and merged and isinstance(merged[-1], bytes):
+            merged[-1] += part
+        else:
+            merged.append(part)
+    missing = {"__".join(path) for path in paths} - {p for p in merged if isinstance(p, str)}
+    if missing:
+        raise ValueError(f"prepare {message.TAG}: no field {sorted(missing)} to leave open")
+    return Prepared(merged)
+
+
+def _pack_parts(node: Any, path: tuple[str, ...], holes: set[tuple[str, ...]],
+                out: list[bytes | str]) -> None:
+    packer = _PACKERS.packer
+    if path in holes:
+        out.append("__".join(path))
+    elif isinstance(node, dict) and any(hole[:len(path)] == path for hole in holes):
+        out.append(packer.pack_map_header(len(node)))
+        for key, value in node.items():
+            out.append(packer.pack(key))
+            _pack_parts(value, (*path, key), holes, out)
+    else:
+        out.append(packer.pack(node))
 
 
 T = TypeVar("T")

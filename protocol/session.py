@@ -10,14 +10,15 @@ moves it *succeeds*, i.e. when its success reply is sent.
 
 :class:`ServerSession` applies these tables around the codec, so a server's connection
 handler only feeds it frames and replies: every frame a server sends is made here
-(``send``, ``send_trusted``, ``event_frame``, ``trusted_event_frame``). It does no I/O.
+(``send``, ``send_trusted``, ``send_prepared``, ``event_frame``,
+``trusted_event_frame``). It does no I/O.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from protocol.codec import decode_client, encode, encode_trusted
+from protocol.codec import Prepared, decode_client, encode, encode_trusted
 from protocol.errors import BadRequest, ErrorCode, ProtocolError
 from protocol.limits import MAX_CLIENT_FRAME_BYTES
 from protocol.messages import (
@@ -109,6 +110,15 @@ class ServerSession:
         if fields.get("id") in self._moving:
             raise TypeError(f"{cls.TAG} answers a request that moves the phase: use send()")
         return encode_trusted(cls, **fields)
+
+    def send_prepared(self, prepared: Prepared, request_id: int, **values: Any) -> bytes:
+        """The frame of a reply packed once for many requests (``protocol.prepare``: the
+        lobby's first page, a game's state), with this request's id. Only for replies
+        that move no phase."""
+        if request_id in self._moving:
+            raise TypeError("a prepared reply answers a request that moves the phase: "
+                            "use send()")
+        return prepared.frame(id=request_id, **values)
 
 
 def event_frame(event: Event) -> bytes:
