@@ -16,6 +16,7 @@ node of the user who made it; stores announce nothing themselves.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -270,8 +271,9 @@ class SeekStore(Protocol):
     async def withdraw_all(self, user_id: int) -> list[Seek]:
         """Close every seek of a user (who went offline)."""
 
-    async def listing(self, limit: int) -> tuple[list[Seek], int]:
-        """The oldest ``limit`` open seeks, oldest first, and how many are open."""
+    async def page(self, after: int, limit: int) -> tuple[list[Seek], int]:
+        """The oldest ``limit`` open seeks of ids above ``after`` (0: from the oldest),
+        oldest first, and how many more there are after them."""
 
     async def count(self) -> int:
         """How many seeks are open."""
@@ -452,8 +454,11 @@ class MemorySeeks:
             self._forget(seek)
         return mine
 
-    async def listing(self, limit: int) -> tuple[list[Seek], int]:
-        return list(itertools.islice(self._seeks.values(), limit)), len(self._seeks)
+    async def page(self, after: int, limit: int) -> tuple[list[Seek], int]:
+        later = [seek for seek_id, seek in self._seeks.items() if seek_id > after]
+        # ids are taken before the seek opens: insertion order is nearly, not exactly, id order
+        shown = heapq.nsmallest(limit, later, key=lambda seek: seek.seek_id)
+        return shown, len(later) - len(shown)
 
     async def count(self) -> int:
         return len(self._seeks)

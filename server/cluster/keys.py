@@ -60,6 +60,11 @@ class Keys:
         return f"{self.prefix}lobby"
 
     @property
+    def relist_channel(self) -> str:
+        """The lobby's listing changed with no lobby event (a rated game changed ratings)."""
+        return f"{self.prefix}lobby:relist"
+
+    @property
     def revocations_channel(self) -> str:
         """Digests of revoked tokens: every node closes the connections logged in on them."""
         return f"{self.prefix}revoked"
@@ -106,6 +111,11 @@ class Keys:
         """Hash: open seek id -> "owner's rating:rating_min:rating_max" (empty for no bound),
         what the pairing script checks both ways."""
         return f"{self.prefix}seeks:range"
+
+    @property
+    def seek_ids(self) -> str:
+        """Sorted set: every open seek id, by id (the lobby's pages, oldest first)."""
+        return f"{self.prefix}seeks:ids"
 
     @property
     def seek_addresses(self) -> str:

@@ -11,6 +11,7 @@ Redis layout (under ``tessera:{cluster}:``)::
     seeks:range                hash  seek id -> "rating:rating_min:rating_max" (pairing)
     seeks:address              hash  seek id -> the address that opened it
     seeks:addresses            hash  address -> its open seeks (non-zero counts only)
+    seeks:ids                  zset  every open seek id, scored by id (the lobby's pages)
     seeks:offer:{offer key}    zset  the open seeks of one offer, scored by id (oldest first)
     seeks:user:{user id}       set   one user's open seek ids
     challenges                 hash  challenge id -> the record
@@ -62,6 +63,7 @@ local function forget_seek(id, owner, offer, offers_prefix, users_prefix)
   redis.call('HDEL', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
   redis.call('ZREM', offers_prefix .. offer, id .. ':' .. owner)
+  redis.call('ZREM', KEYS[6], id)
   redis.call('SREM', users_prefix .. owner, id)
   local address = redis.call('HGET', KEYS[4], id)
   if address then
@@ -73,13 +75,13 @@ local function forget_seek(id, owner, offer, offers_prefix, users_prefix)
 end
 """
 _OPEN = _FORGET_SEEK + """
--- KEYS: seeks, owners, ranges, addresses, per-address counts, my seeks;
+-- KEYS: seeks, owners, ranges, addresses, per-address counts, all ids, my seeks;
 -- ARGV: uid, per-owner cap, id, record, offer key, offers prefix, users' seeks prefix,
 -- my rating, my rating_min, my rating_max, my range entry, address, per-address cap,
 -- total cap, excluded owners (",1,2,")
 -- (a bound is '' for none): the oldest seek of another user of the same offer whose range
 -- admits my rating and whose owner's rating my range admits
-if redis.call('SCARD', KEYS[6]) >= tonumber(ARGV[2]) then return {'owner'} end
+if redis.call('SCARD', KEYS[7]) >= tonumber(ARGV[2]) then return {'owner'} end
 local function admits(lo, hi, rating)
   return (lo == '' or rating >= tonumber(lo)) and (hi == '' or rating <= tonumber(hi))
 end
@@ -111,11 +113,12 @@ redis.call('HSET', KEYS[3], ARGV[3], ARGV[11])
 redis.call('HSET', KEYS[4], ARGV[3], ARGV[12])
 redis.call('HINCRBY', KEYS[5], ARGV[12], 1)
 redis.call('ZADD', offers, ARGV[3], ARGV[3] .. ':' .. ARGV[1])
-redis.call('SADD', KEYS[6], ARGV[3])
+redis.call('ZADD', KEYS[6], ARGV[3], ARGV[3])
+redis.call('SADD', KEYS[7], ARGV[3])
 return {'added'}
 """
 _CLOSE_SEEK = _FORGET_SEEK + """
--- KEYS: seeks, owners, ranges, addresses, per-address counts;
+-- KEYS: seeks, owners, ranges, addresses, per-address counts, all ids;
 -- ARGV: id, uid, mode (take | cancel | withdraw), offers prefix, users' seeks prefix
 local meta = redis.call('HGET', KEYS[2], ARGV[1])
 if not meta then return {'not_found'} end
@@ -126,6 +129,16 @@ if ARGV[3] ~= 'take' and owner ~= ARGV[2] then return {'forbidden'} end
 local record = redis.call('HGET', KEYS[1], ARGV[1])
 forget_seek(ARGV[1], owner, offer, ARGV[4], ARGV[5])
 return {'closed', record}
+"""
+_SEEK_PAGE = """
+-- KEYS: all ids, seeks; ARGV: after id, limit
+-- {how many more after the page, the page's records (oldest first)}
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'LIMIT', 0,
+                       tonumber(ARGV[2]))
+local after = redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[1], '+inf')
+local records = {}
+if #ids > 0 then records = redis.call('HMGET', KEYS[2], unpack(ids)) end
+return {after - #ids, records}
 """
 _CREATE_CHALLENGE = """
 -- KEYS: challenges, parties, challenger's set, target's set, challenger's sent, target's
@@ -203,10 +216,12 @@ class RedisSeeks:
         self.keys = keys
         self._open = redis.register_script(_OPEN)
         self._close = redis.register_script(_CLOSE_SEEK)
+        self._page = redis.register_script(_SEEK_PAGE)
 
     def _keys(self) -> list[str]:
         k = self.keys
-        return [k.seeks, k.seek_owners, k.seek_ranges, k.seek_addresses, k.seeks_per_address]
+        return [k.seeks, k.seek_owners, k.seek_ranges, k.seek_addresses, k.seeks_per_address,
+                k.seek_ids]
 
     async def new_id(self) -> int:
         return int(await self.redis.incr(self.keys.lobby_ids))
@@ -238,6 +253,7 @@ class RedisSeeks:
             pipe.zadd(k.seeks_matching(seek.offer_key),
                       {f"{seek.seek_id}:{seek.user_id}": seek.seek_id})
             pipe.sadd(k.seeks_of(seek.user_id), str(seek.seek_id))
+            pipe.zadd(k.seek_ids, {str(seek.seek_id): seek.seek_id})
             await pipe.execute()
 
     def held(self) -> int:
@@ -266,11 +282,10 @@ class RedisSeeks:
                 closed.append(Seek.unpack(outcome[1]))
         return closed
 
-    async def listing(self, limit: int) -> tuple[list[Seek], int]:
-        records: dict[bytes, bytes] = await self.redis.hgetall(  # type: ignore[assignment]
-            self.keys.seeks)
-        ids = sorted(int(i) for i in records)[:limit]
-        return [Seek.unpack(records[str(i).encode()]) for i in ids], len(records)
+    async def page(self, after: int, limit: int) -> tuple[list[Seek], int]:
+        more, records = await self._page(keys=[self.keys.seek_ids, self.keys.seeks],
+                                         args=[after, limit])
+        return [Seek.unpack(record) for record in records if record is not None], int(more)
 
     async def count(self) -> int:
         return int(await self.redis.hlen(self.keys.seeks))

@@ -52,9 +52,33 @@ async def seek(store: SeekStore, user_id: int, clock: Any = FAST, game: str = "h
 
 
 async def listed(store: SeekStore) -> list[Seek]:
-    seeks, count = await store.listing(10_000)
-    assert count == len(seeks) == await store.count()
+    seeks, more = await store.page(0, 10_000)
+    assert (more, len(seeks)) == (0, await store.count())
     return seeks
+
+
+async def test_pages_of_seeks_oldest_first(stores: tuple[SeekStore, ChallengeStore]
+                                           ) -> None:
+    seeks, _ = stores
+    made = [await seek(seeks, user_id, clock=p.Fischer(base_ms=60_000 + user_id * 1000,
+                                                         increment_ms=0))
+            for user_id in range(1, 8)]
+    for opened in reversed(made):  # opened newest first: pages are by id all the same
+        assert await seeks.open(opened, FIVE) is None
+    ids = [s.seek_id for s in made]
+    first, more = await seeks.page(0, 3)
+    assert ([s.seek_id for s in first], more) == (ids[:3], 4)
+    assert first[0] == made[0]  # whole records
+    second, more = await seeks.page(ids[2], 3)
+    assert ([s.seek_id for s in second], more) == (ids[3:6], 1)
+    await seeks.cancel(ids[6], 7)  # a page after a change: what is open now
+    await seeks.take(ids[4], 99)
+    assert await seeks.page(ids[2], 3) == ([made[3], made[5]], 0)
+    assert await seeks.page(ids[-1], 3) == ([], 0)
+    paired = await seeks.open(await seek(seeks, 9, clock=made[0].open_seek.clock), FIVE)
+    assert paired == made[0]  # paired: gone from the pages
+    assert [s.seek_id for s in (await seeks.page(0, 10))[0]] == [ids[1], ids[2], ids[3],
+                                                                   ids[5]]
 
 
 async def code_of(call: Any) -> str:
