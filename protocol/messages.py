@@ -128,6 +128,7 @@ __all__ = [
     "LeaderboardPage",
     "ListGames",
     "Lobby",
+    "LobbyPage",
     "LobbySubscribe",
     "LobbyUnsubscribe",
     "Login",
@@ -179,9 +180,11 @@ class Message(Struct):
 
     A client message declares, beside its fields, the connection phases it is accepted in
     (``PHASES``), the tags of its success replies (``REPLIES``; any request may get
-    ``error`` instead) and, if its success moves the connection to another phase, that
-    phase (``MOVES_TO``). The session's tables and the server's dispatch are derived from
-    these declarations.
+    ``error`` instead), if its success moves the connection to another phase, that
+    phase (``MOVES_TO``), and whether its reply lists many things or a whole game
+    (``LISTS``: such a request is refused ``rate_limited`` while the connection's or its
+    address's egress budget is spent; docs/PROTOCOL.md, "What a request costs"). The
+    session's tables and the server's dispatch are derived from these declarations.
     """
 
     __slots__ = ()
@@ -189,6 +192,7 @@ class Message(Struct):
     PHASES: ClassVar[frozenset[Phase]] = frozenset()
     REPLIES: ClassVar[tuple[str, ...]] = ()
     MOVES_TO: ClassVar[Phase | None] = None
+    LISTS: ClassVar[bool] = False
 
 
 # Client -> server ---------------------------------------------------------------------------
@@ -269,12 +273,25 @@ class Logout(Message):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LobbySubscribe(Message):
-    """Get the lobby (seeks, players online) and its changes from now on."""
+    """Get the lobby's first page (seeks, players online) and its changes from now on."""
 
     TAG = "lobby_subscribe"
     PHASES = GREETED_OR_LATER
     REPLIES = ("lobby",)
+    LISTS = True
     id: RequestId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LobbyPage(Message):
+    """The lobby's next page: ``cursor`` is a ``lobby`` reply's ``next_cursor``."""
+
+    TAG = "lobby_page"
+    PHASES = GREETED_OR_LATER
+    REPLIES = ("lobby",)
+    LISTS = True
+    id: RequestId
+    cursor: Cursor
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -450,6 +467,7 @@ class Watch(Message):
     TAG = "watch"
     PHASES = GREETED_OR_LATER
     REPLIES = ("game_state",)
+    LISTS = True
     id: RequestId
     game_id: GameId
 
@@ -472,6 +490,7 @@ class Resume(Message):
     TAG = "resume"
     PHASES = GREETED_OR_LATER
     REPLIES = ("ok", "game_state")
+    LISTS = True
     id: RequestId
     game_id: GameId
     since_seq: SinceSeq
@@ -484,6 +503,7 @@ class ListGames(Message):
     TAG = "list_games"
     PHASES = GREETED_OR_LATER
     REPLIES = ("game_list",)
+    LISTS = True
     id: RequestId
     player: Username | None = None
     game: GameKey | None = None
@@ -504,6 +524,7 @@ class GetGame(Message):
     TAG = "get_game"
     PHASES = GREETED_OR_LATER
     REPLIES = ("game_record",)
+    LISTS = True
     id: RequestId
     game_id: GameId
 
@@ -515,6 +536,7 @@ class GetBoard(Message):
     TAG = "get_board"
     PHASES = GREETED_OR_LATER
     REPLIES = ("board",)
+    LISTS = True
     id: RequestId
     game: GameKey
     options: Options
@@ -530,6 +552,7 @@ class GetPosition(Message):
     TAG = "get_position"
     PHASES = GREETED_OR_LATER
     REPLIES = ("position",)
+    LISTS = True
     id: RequestId
     game_id: GameId
     ply: Ply | None = None
@@ -566,6 +589,7 @@ class GetLeaderboard(Message):
     TAG = "leaderboard"
     PHASES = GREETED_OR_LATER
     REPLIES = ("leaderboard_page",)
+    LISTS = True
     id: RequestId
     game: GameKey
     cursor: Cursor | None = None
@@ -579,6 +603,7 @@ class GetProfile(Message):
     TAG = "profile"
     PHASES = GREETED_OR_LATER
     REPLIES = ("profile_info",)
+    LISTS = True
     id: RequestId
     name: Username
 
@@ -649,6 +674,7 @@ class GetStandings(Message):
     TAG = "ladder_standings"
     PHASES = GREETED_OR_LATER
     REPLIES = ("leaderboard_page",)
+    LISTS = True
     id: RequestId
     game: GameKey
 
@@ -661,6 +687,7 @@ ClientMessage = (
     | AuthToken
     | Logout
     | LobbySubscribe
+    | LobbyPage
     | LobbyUnsubscribe
     | Seek
     | CancelSeek
@@ -768,9 +795,10 @@ class GameState(Message):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Lobby(Message):
-    """Answer to ``lobby_subscribe``: open seeks and users online, the oldest first; a
-    server shows at most so many of each and counts the rest in ``more_seeks`` and
-    ``more_players`` (absent when it shows them all)."""
+    """Answer to ``lobby_subscribe`` and ``lobby_page``: a page of the open seeks and of
+    the users online, the oldest first; ``more_seeks`` and ``more_players`` count those
+    after this page (absent: none), and ``next_cursor`` asks for the next page
+    (``lobby_page``; absent on the last)."""
 
     TAG = "lobby"
     id: RequestId
@@ -778,6 +806,7 @@ class Lobby(Message):
     players: Annotated[Sequence[User], Items(0, MAX_LISTED)]
     more_seeks: Annotated[int, Ints(1, MAX_INT32)] | None = None
     more_players: Annotated[int, Ints(1, MAX_INT32)] | None = None
+    next_cursor: Cursor | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

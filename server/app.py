@@ -40,6 +40,7 @@ from .lobby import Lobby, Member, Members, Offer
 from .local import LocalTopology
 from .logs import AcceptFailureLog
 from .metrics import Metrics, measure_loop_lag
+from .ratelimit import per_address
 from .rematch import Rematches
 from .revocation import enforce_revocations
 from .rooms import GameRoom
@@ -82,7 +83,8 @@ class App:
         self.members = Members(settings.rating_period_s)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
                            self.placement, on_rated=self._rated)
-        self.lobby = Lobby(settings, self.members, topology, self.games, self.store)
+        self.lobby = Lobby(settings, self.members, topology, self.games, self.store,
+                           metrics.snapshots_packed.labels(what="lobby").inc)
         self.history = History(self.store, settings.rating_period_s)
         self.rematches = Rematches(self.games, self.lobby, topology.rematches)
         self.ladder = Ladder(topology.roster, self._start_ladder_game, self._online_ids,
@@ -98,6 +100,10 @@ class App:
         self.handlers = HANDLERS
         # an account's budgets over all its connections (on a cluster: over every node)
         self.account_requests = topology.account_requests
+        # the bytes of replies per client address (this process's own: a node sends what
+        # its connections ask it for)
+        self.address_egress = per_address(settings.address_egress_rate,
+                                          settings.address_egress_burst)
         self.account_chat = topology.account_chat
         self.revocations = topology.revocations
         self._handing_back = asyncio.Lock()  # one hand-back at a time
@@ -117,7 +123,9 @@ class App:
     def _rated(self, room: GameRoom, changes: GameRatings) -> None:
         """A rated game ended: its players' new ratings, for the lobby and the ladder."""
         assert room.result is not None
-        self.members.rated_game(room.key, changes, room.result.winner, now=datetime.now(UTC))
+        self.lobby.rated_game(room.key, changes, room.result.winner, now=datetime.now(UTC))
+        if not self.tasks.closed:
+            self.tasks.spawn(self.lobby.relist_everywhere(), name="tessera-relist")
 
     async def serve_connection(self, ws: ServerConnection) -> None:
         """The websocket handler: one :class:`Session` for the connection's life."""
@@ -134,7 +142,7 @@ class App:
         """Drop what strangers left in memory and no longer matters: rate-limit buckets
         that have refilled, failed-login pairs long quiet; how many entries went."""
         tables = (self.account_requests, self.account_chat, self.accounts.address_logins,
-                  self.accounts.address_guests, self.accounts.lockout)
+                  self.accounts.address_guests, self.accounts.lockout, self.address_egress)
         return sum(table.sweep(now) for table in tables if table is not None)
 
     async def sweep_idle_forever(self, interval_s: float = IDLE_SWEEP_S) -> None:

@@ -29,6 +29,7 @@ def default_db_url() -> str:
 # the welcome announces the connection rate and its burst as whole numbers from 1 to 100,000
 MIN_RATE, MAX_RATE = 1.0, 50_000.0  # the burst defaults to twice the rate
 MAX_BURST = 100_000.0
+MAX_LOBBY_PAGE = 1_000  # a page of the lobby stays far within a frame
 
 
 def connection_rate(text: str) -> float:
@@ -156,6 +157,23 @@ class Settings:
                                "(default: %(default)s)", metavar="N", group="connections")
     chat_burst: float = setting(5.0, "--chat-burst", "chat lines one account may send at "
                                 "once (default: %(default)s)", metavar="N", group="connections")
+    token_bytes: int = setting(4096, "--token-bytes", "a request costs one token of --rate "
+                               "and one more per this many bytes of its reply (default: "
+                               "%(default)s)", metavar="BYTES", group="connections")
+    egress_rate: float = setting(256 * 1024, "--egress-rate", "bytes a second of replies per "
+                                 "connection, with bursts of --egress-burst; over it, "
+                                 "requests that list are refused rate_limited (default: "
+                                 "%(default)s)", metavar="BYTES", group="connections")
+    egress_burst: float = setting(1024 * 1024, "--egress-burst", "bytes of replies one "
+                                  "connection may have at once (default: %(default)s)",
+                                  metavar="BYTES", group="connections")
+    address_egress_rate: float = setting(
+        1024 * 1024, "--address-egress-rate", "bytes a second of replies per address (an "
+        "IPv6 address by its /64), with bursts of --address-egress-burst; 0: no limit "
+        "(default: %(default)s)", metavar="BYTES", group="connections")
+    address_egress_burst: float = setting(
+        4 * 1024 * 1024, "--address-egress-burst", "bytes of replies one address may have at "
+        "once (default: %(default)s)", metavar="BYTES", group="connections")
     out_buffer_bytes: int = setting(256 * 1024, "--out-buffer", "bytes that may wait unread "
                                     "for a client; one that lets more pile up is dropped "
                                     "(default: %(default)s)", metavar="BYTES",
@@ -278,12 +296,10 @@ class Settings:
                                          metavar="N", group="limits")
     max_seeks: int = setting(5_000, "--max-seeks", "open seeks in all (default: "
                              "%(default)s)", metavar="N", group="limits")
-    lobby_seeks_shown: int = setting(1_000, "--lobby-seeks-shown", "seeks a lobby reply "
-                                     "lists, the oldest; it counts the rest (default: "
-                                     "%(default)s)", metavar="N", group="limits")
-    lobby_players_shown: int = setting(1_000, "--lobby-players-shown", "players a lobby "
-                                       "reply lists; it counts the rest (default: "
-                                       "%(default)s)", metavar="N", group="limits")
+    lobby_page: int = setting(50, "--lobby-page", "seeks and players a lobby reply lists "
+                              "at most, the oldest first; lobby_page asks for the next "
+                              f"ones, 1 to {MAX_LOBBY_PAGE:,} (default: %(default)s)",
+                              metavar="N", group="limits")
     max_challenges_per_target: int = setting(50, "--max-challenges-per-target", "pending "
                                              "challenges to one user (default: %(default)s)",
                                              metavar="N", group="limits")
@@ -306,6 +322,14 @@ class Settings:
                              f"{self.password_hash_memory_kib}")
         if not self.conn_burst:
             self.conn_burst = 2 * self.conn_rate
+        if not 1 <= self.lobby_page <= MAX_LOBBY_PAGE:
+            raise ValueError(f"lobby_page must be from 1 to {MAX_LOBBY_PAGE:,}, not "
+                             f"{self.lobby_page}")
+        if self.token_bytes < 1:
+            raise ValueError(f"token_bytes must be >= 1, not {self.token_bytes}")
+        if self.egress_rate <= 0 or self.egress_burst < 1:
+            raise ValueError("egress_rate must be > 0 and egress_burst >= 1, not "
+                             f"{self.egress_rate}, {self.egress_burst}")
         # ``welcome`` announces these as whole numbers of at least 1 (protocol Limits): a
         # rate below one a second would make every welcome invalid
         for name in ("conn_rate", "conn_burst"):

@@ -11,8 +11,10 @@ more: same game, same options, same time control, both rated or both casual, and
 player's rating in the game's pool within the other's range (a player without a rating
 counts as 1500). Seeks and challenges are offers, not games: a restart (of a lone server)
 withdraws them. Everything a stranger can add is bounded: open seeks per account, per
-address and in all; pending challenges per challenger and per target; and the ``lobby``
-reply shows at most so many seeks and players, with a count of the rest.
+address and in all; pending challenges per challenger and per target; and a ``lobby``
+reply lists a page of seeks and players (``server.listing``, packed once per change and
+the same bytes sent to everyone who asks), with a count of the rest and a cursor to the
+next page.
 
 Events go before replies: whoever starts a game by a request gets ``game_started`` (and
 ``seek_taken`` for a seek of theirs) before the request's reply; a player whose
@@ -21,6 +23,7 @@ connections are on another node gets them through that node, in the same order.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import protocol as p
 from protocol import ErrorCode, ProtocolError, User, event_frame
 
+from .listing import FIRST, Listing, Position
 from .offers import Challenge, ChallengeCaps, Online, Seek, SeekCaps
 from .ratelimit import address_key
 from .ratings.glicko2 import DEFAULT
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
     from .storage import Store
 
 DEFAULT_PERIOD_S = 86_400.0
+log = logging.getLogger(__name__)
 
 AfterStart = Callable[[GameRoom], list[bytes]]  # a player's frames after game_started
 
@@ -215,7 +220,8 @@ class Lobby:
     """The lobby's requests and its life (see the module docstring)."""
 
     def __init__(self, settings: Settings, members: Members, topology: Topology,
-                 games: Games, store: Store) -> None:
+                 games: Games, store: Store,
+                 on_pack: Callable[[], None] | None = None) -> None:
         self.settings = settings
         self.members = members
         self.node_id = topology.node_id
@@ -232,6 +238,9 @@ class Lobby:
                                             settings.max_challenges_per_target)
         # told of a user now offline everywhere (rematch offers lapse, the ladder)
         self.on_offline: list[Callable[[int], Any]] = []
+        self.listing = Listing(self.seeks, self.presence, store.ratings.of_users,
+                               page_size=settings.lobby_page,
+                               period_s=members.rating_period_s, on_pack=on_pack)
 
     @property
     def max_open_seeks(self) -> int:
@@ -240,6 +249,32 @@ class Lobby:
     # -- presence ------------------------------------------------------------------------
     async def announce(self, event: Any) -> None:
         await self.reach.announce(event_frame(event))
+
+    def heard(self, frame: bytes) -> None:
+        """A lobby event, announced here or (on a cluster) by another node: the listing
+        has changed, and the lobby's subscribers here are told."""
+        self.listing.changed()
+        self.members.tell_subscribers(frame)
+
+    def may_have_missed(self) -> None:
+        """The listing changed with no lobby event (ratings), or lobby events may have
+        been missed (a cluster node's link to the others came back): it is read again
+        from the stores when next asked for."""
+        self.listing.changed()
+
+    def rated_game(self, pool: str, changes: GameRatings, winner: int | None, *,
+                   now: datetime) -> None:
+        """A rated game ended here: its players' new ratings, for the members and the
+        listing here (then :meth:`relist_everywhere`)."""
+        self.members.rated_game(pool, changes, winner, now=now)
+        self.listing.changed()
+
+    async def relist_everywhere(self) -> None:
+        """Every node's listing is read again (ratings changed here)."""
+        try:
+            await self.reach.relist()
+        except Exception as exc:  # Redis away: the other nodes list the old ratings a while
+            log.warning("the lobby's listing: other nodes not told of new ratings: %s", exc)
 
     async def joined(self, member: Member) -> None:
         """A user's first connection here."""
@@ -314,27 +349,15 @@ class Lobby:
         return found is not None and found.target_id == member.user_id
 
     # -- the snapshot --------------------------------------------------------------------
-    async def subscribe(self, session: Any, request_id: int) -> p.Lobby:
-        """Add a lobby subscriber here: the oldest open seeks and the users online, at
-        most ``lobby_seeks_shown`` and ``lobby_players_shown`` of them, with how many more
-        there are."""
+    async def subscribe(self, session: Any) -> p.Prepared:
+        """Add a lobby subscriber here: the lobby's first page (``server.listing``)."""
         self.members.subscribers.add(session)
-        seeks, open_count = await self.seeks.listing(self.settings.lobby_seeks_shown)
-        online = await self.presence.everyone()
-        shown_now = online[:self.settings.lobby_players_shown]
-        # their ratings as stored: a rated game may have ended in another process
-        registered = [u.user_id for u in shown_now if u.kind != "guest"]
-        stored = await self.store.ratings.of_users(registered) if registered else {}
-        period_s = self.members.rating_period_s
-        players = []
-        for user in shown_now:
-            ratings = tuple(shown(pool, period_s) for pool in stored.get(user.user_id, ()))
-            players.append(User(name=user.name, kind=user.kind,  # type: ignore[arg-type]
-                                ratings=ratings or None))
-        return p.Lobby(id=request_id, seeks=tuple(seek.open_seek for seek in seeks),
-                       players=tuple(players),
-                       more_seeks=(open_count - len(seeks)) or None,
-                       more_players=(len(online) - len(shown_now)) or None)
+        return await self.listing.page(FIRST)
+
+    async def page(self, cursor: str, request_id: int) -> p.Prepared:
+        """The page a ``lobby`` reply's ``next_cursor`` names (``bad_request`` for other
+        text)."""
+        return await self.listing.page(Position.parse(cursor, request_id))
 
     # -- seeks ---------------------------------------------------------------------------
     async def seek(self, me: Member, m: p.Seek, peer: str) -> p.ServerMessage:

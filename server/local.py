@@ -70,7 +70,10 @@ class LocalReach:
         self._placement = placement
 
     async def announce(self, frame: bytes) -> None:
-        self._placement.host.members.tell_subscribers(frame)
+        self._placement.host.lobby.heard(frame)
+
+    async def relist(self) -> None:
+        self._placement.host.lobby.may_have_missed()
 
     async def send_elsewhere(self, user_id: int, nodes: Iterable[str],
                              frames: list[bytes]) -> None:

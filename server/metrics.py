@@ -77,6 +77,11 @@ class Metrics:
         r.register(self.moves)
         self.errors = Counter("tessera_errors_total", "Error replies sent, by code", ["code"],
                               registry=r)
+        self.snapshots_packed = Counter(
+            "tessera_snapshots_packed_total",
+            "Snapshots packed for many replies, by what: a page of the lobby (once per "
+            "change of the lobby), a game's state (once per event of the game)", ["what"],
+            registry=r)
         self.games_finished = Counter("tessera_games_finished_total", "Games ended, by reason",
                                       ["reason"], registry=r)
         self.commit_batch = Histogram(

@@ -1,4 +1,10 @@
-"""Token buckets for per-connection, per-account and per-address rate limits."""
+"""Token buckets for per-connection, per-account and per-address rate limits.
+
+A bucket is taken from before a request (``take``: one token, or how long until there is
+one) and may be charged after it, for what the request turned out to cost (``charge``: a
+reply's size); a charge may leave it in debt, bounded by ``burst``, which the next
+``take`` (or ``wait``) waits out.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +38,20 @@ class TokenBucket:
             return 0.0
         return (1.0 - self.tokens) / self.rate
 
+    def charge(self, amount: float, now: float | None = None) -> None:
+        """Take ``amount`` more after the fact, into debt if need be (at most ``burst``
+        owed): what a request cost beyond the token it was let in with."""
+        now = time.monotonic() if now is None else now
+        self.tokens = max(-self.burst, min(self.burst, self.tokens
+                                           + (now - self.stamp) * self.rate) - amount)
+        self.stamp = now
+
+    def wait(self, need: float = 1.0, now: float | None = None) -> float:
+        """Seconds until ``need`` tokens are there (0.0: now); nothing is taken."""
+        now = time.monotonic() if now is None else now
+        tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        return 0.0 if tokens >= need else (need - tokens) / self.rate
+
 
 class BucketTable:
     """One token bucket per key (an account, an address), made on first use.
@@ -56,12 +76,24 @@ class BucketTable:
 
     def take(self, key: object, now: float | None = None) -> float:
         """Take a token from ``key``'s bucket: 0.0 if allowed, else seconds to wait."""
+        return self._bucket(key, now).take(now)
+
+    def _bucket(self, key: object, now: float | None) -> TokenBucket:
         bucket = self._buckets.get(key)
         if bucket is None:
             if len(self._buckets) >= self._next_sweep:
                 self.sweep(now)
             bucket = self._buckets[key] = TokenBucket(self.rate, self.burst, now)
-        return bucket.take(now)
+        return bucket
+
+    def charge(self, key: object, amount: float, now: float | None = None) -> None:
+        """Charge ``key``'s bucket ``amount`` after the fact (``TokenBucket.charge``)."""
+        self._bucket(key, now).charge(amount, now)
+
+    def wait(self, key: object, need: float = 1.0, now: float | None = None) -> float:
+        """Seconds until ``key``'s bucket holds ``need`` (a key not held has ``burst``)."""
+        bucket = self._buckets.get(key)
+        return 0.0 if bucket is None else bucket.wait(need, now)
 
     def sweep(self, now: float | None = None) -> int:
         """Drop the buckets that have refilled; how many were dropped."""

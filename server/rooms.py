@@ -28,17 +28,20 @@ from protocol import (
     ErrorCode,
     GameOver,
     GameStarted,
+    GameState,
     Moved,
     OpponentBack,
     OpponentLeft,
     PlayedMove,
     PoolRating,
+    Prepared,
     ProtocolError,
     Result,
     Snapshot,
     TimeControl,
     User,
     event_frame,
+    prepare,
     trusted_event_frame,
 )
 from protocol import Move as MoveRequest
@@ -198,6 +201,7 @@ class GameRoom:
         self._timer_flag = 0  # the time (ms) the timer was set for
         self.loaded_ms = now_ms()  # nobody is attached to a restored game before this
         self.epoch: int | None = None  # a cluster node's hold on the game (fencing); None alone
+        self._packed: tuple[tuple[int, GameStatus, int], Prepared] | None = None
 
     # -- views ------------------------------------------------------------------------------
     @property
@@ -210,10 +214,31 @@ class GameRoom:
                 return i
         return None
 
-    def snapshot(self, now: int | None = None) -> Snapshot:
-        now = now_ms() if now is None else now
+    def clocks_now(self, now: int) -> tuple[int, int] | None:
+        """Both players' time left at ``now`` (None: the game has no clock)."""
         clocks = (self.clock.snapshot(now, self.state.to_move) if self.status.live
                   else list(self.clock.remaining))
+        if clocks[0] is None or clocks[1] is None:
+            return None
+        return (max(0, clocks[0]), max(0, clocks[1]))
+
+    def packed_state(self, now: int | None = None) -> tuple[Prepared, dict[str, Any]]:
+        """The ``game_state`` reply of this game, packed once per event and shared by every
+        spectator who asks until the next (``protocol.prepare``), and the values to fill
+        in beside the request's id: the clocks at ``now``."""
+        now = now_ms() if now is None else now
+        key = (self.seq, self.status, len(self.played))
+        if self._packed is None or self._packed[0] != key:
+            snapshot = self.snapshot(now)
+            holes = ("id",) if snapshot.clocks_ms is None else ("id", "game.clocks_ms")
+            self._packed = (key, prepare(GameState(id=0, game=snapshot), holes))
+            self._metrics.snapshots_packed.labels(what="game").inc()
+        clocks = self.clocks_now(now)
+        return self._packed[1], {} if clocks is None else {"game__clocks_ms": list(clocks)}
+
+    def snapshot(self, now: int | None = None) -> Snapshot:
+        now = now_ms() if now is None else now
+        clocks = self.clocks_now(now)
         return Snapshot(
             game_id=self.game_id,
             game=self.key,
@@ -222,8 +247,7 @@ class GameRoom:
             players=(self.players[0].wire(), self.players[1].wire()),
             status=cast(Any, self.status.wire),
             moves=tuple(self.played),
-            clocks_ms=None if clocks[0] is None or clocks[1] is None
-            else (max(0, clocks[0]), max(0, clocks[1])),
+            clocks_ms=clocks,
             to_move=cast(Any, self.state.to_move),
             ply=self.state.ply,
             result=self.result,

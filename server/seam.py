@@ -109,6 +109,10 @@ class Reach(Protocol):
     async def announce(self, frame: bytes) -> None:
         """A lobby event for the lobby's subscribers on every node (this one included)."""
 
+    async def relist(self) -> None:
+        """The lobby's listing changed with no lobby event (a rated game changed its
+        players' ratings): every node (this one included) reads it again when asked."""
+
     async def send_elsewhere(self, user_id: int, nodes: Iterable[str],
                              frames: list[bytes]) -> None:
         """Frames for a user's connections on other nodes."""

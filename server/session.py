@@ -10,6 +10,13 @@ Frames leave by one door, :meth:`Session.send_frame`: framed at once into the co
 A client that stops reading and lets more than ``out_buffer_bytes`` pile up unread is
 disconnected, so a slow reader cannot make the server's memory grow.
 
+**Budgets.** A request is let in with one token of the connection's budget (and of its
+account's) and charged, once handled, for what it made the server send: one token more
+per ``token_bytes`` of its reply, and the bytes themselves to the connection's and the
+address's egress budgets. While either egress budget is spent, a request that lists
+(``LISTS``: the lobby, games, a game's record) is refused ``rate_limited``, so a client
+that asks for more than it can be sent gets refusals, not a queue.
+
 A connection's requests are handled one at a time, in the order they come, but for
 ``ping``: a request still in its handler after a moment (:class:`server.wsio.Handling` looks every
 ``READ_ON_AFTER_S``; a move waiting for a busy database) makes the session read on and
@@ -32,7 +39,7 @@ from websockets.exceptions import ConnectionClosed
 import protocol as p
 
 from . import wsio
-from .ratelimit import TokenBucket
+from .ratelimit import TokenBucket, address_key
 from .rooms import GameRoom, Watched
 from .storage import WriteFailed, token_digest
 
@@ -65,6 +72,8 @@ class Session:
         self.token_digest: str | None = None  # of the token it logged in with (revocation)
         self.rooms: dict[str, Watched] = {}
         self.bucket = TokenBucket(settings.conn_rate, settings.conn_burst)
+        self.egress = TokenBucket(settings.egress_rate, settings.egress_burst)
+        self.sent_bytes = 0  # frames handed to the connection so far
         self.out_limit = settings.out_buffer_bytes
         self.closing = False
         self.queued = False  # frames wait in the Outbox
@@ -72,6 +81,7 @@ class Session:
         self._deadline: asyncio.TimerHandle | None = None
         self.bad_frames = 0
         self.peer = str(ws.remote_address[0]) if ws.remote_address else "?"
+        self.address = address_key(self.peer)  # what per-address budgets count by
         self.requests = 0  # requests dispatched so far (Handling tells them apart)
         self._reader: asyncio.Task[None] | None = None  # reading on past a slow request
         self._reading = False  # the reader waits in recv() (and may be cancelled there)
@@ -113,6 +123,7 @@ class Session:
         order); skipped once the connection is closing, as websockets.broadcast does."""
         if self.closing or not wsio.frame_binary(self.ws, frame):
             return
+        self.sent_bytes += len(frame)
         if not self.queued:
             self.queued = True
             self.app.outbox.add(self.flush)
@@ -129,6 +140,11 @@ class Session:
     def send_trusted(self, cls: type[p.Message], **fields: Any) -> None:
         """Send a reply the server vouches for, framed from its fields (``move_ack``)."""
         self.send_frame(self.proto.send_trusted(cls, **fields))
+
+    def send_prepared(self, prepared: p.Prepared, request_id: int, **values: Any) -> None:
+        """Send a reply packed once for many requests (the lobby's first page, a game's
+        state), with this request's id."""
+        self.send_frame(self.proto.send_prepared(prepared, request_id, **values))
 
     def close(self, code: int, reason: str) -> None:
         """Close after the frames already sent (their bytes are ahead in the transport)."""
@@ -240,7 +256,7 @@ class Session:
             elif self.bad_frames > MAX_BAD_FRAMES:
                 self.close(p.CLOSE_POLICY_VIOLATION, "too many bad frames")
             return
-        wait = 0.0 if await self.is_free(request) else await self.spend()
+        wait = 0.0 if await self.is_free(request) else await self.spend(request)
         if wait:
             self.reply_error(p.ProtocolError(
                 "too many requests; slow down", code=p.ErrorCode.RATE_LIMITED,
@@ -252,6 +268,14 @@ class Session:
             await self.pause(wait)
             return
         self.bad_frames = 0
+        before = self.sent_bytes
+        try:
+            await self._answer(request)
+        finally:
+            self.charge(self.sent_bytes - before)
+
+    async def _answer(self, request: p.ClientMessage) -> None:
+        """Run the request's handler and send its reply, or the error it ended in."""
         try:
             reply = await self._dispatch(request)
         except p.ProtocolError as exc:
@@ -301,13 +325,35 @@ class Session:
         one address kept some 500 closed connections so, 8 MiB of heap)."""
         await wsio.until_lost(self.ws, min(wait_s, MAX_RATE_PAUSE_S))
 
-    async def spend(self) -> float:
+    async def spend(self, request: p.ClientMessage | None = None) -> float:
         """Take a request's token from the connection's budget and the account's (over
-        every node of a cluster): 0.0, or the seconds to wait when either is spent."""
+        every node of a cluster), and for a request that lists, check that neither the
+        connection's egress budget nor its address's is spent: 0.0, or the seconds to
+        wait when one is."""
         wait = self.bucket.take()
+        if not wait and request is not None and type(request).LISTS:
+            wait = self.egress_wait()
         if not wait and self.user is not None:
             wait = await self.app.account_requests.take(self.user.id)
         return wait
+
+    def egress_wait(self) -> float:
+        """Seconds until this connection and its address may be sent more (0.0: now)."""
+        wait = self.egress.wait()
+        by_address = self.app.address_egress
+        if by_address is not None:
+            wait = max(wait, by_address.wait(self.address))
+        return wait
+
+    def charge(self, sent: int) -> None:
+        """A request is handled and made the server send ``sent`` bytes here: one token
+        more per ``token_bytes``, and the bytes to the egress budgets."""
+        extra = sent // self.app.settings.token_bytes
+        if extra:
+            self.bucket.charge(extra)
+        self.egress.charge(sent)
+        if self.app.address_egress is not None:
+            self.app.address_egress.charge(self.address, sent)
 
     async def is_free(self, request: p.ClientMessage) -> bool:
         """Declining a challenge you were sent costs nothing: how many come is up to the

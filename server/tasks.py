@@ -74,6 +74,11 @@ class Tasks:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
 
+    @property
+    def closed(self) -> bool:
+        """Whether the server is stopping: no new background work is taken."""
+        return self._closed
+
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None
               ) -> asyncio.Task[Any]:
         """Run ``coro`` in the background; a failure is logged (nobody awaits it)."""

@@ -164,12 +164,19 @@ class ClusterReach:
     def __init__(self, node: ClusterNode) -> None:
         self.node = node
         self.feed = Feed(node.bus, node.keys.lobby_channel, self._deliver)
+        self.relists = Feed(node.bus, node.keys.relist_channel, self._relist)
 
     def _deliver(self, frame: bytes) -> None:
-        self.node.host.members.tell_subscribers(frame)
+        self.node.host.lobby.heard(frame)
+
+    def _relist(self, _payload: bytes) -> None:
+        self.node.host.lobby.may_have_missed()
 
     async def announce(self, frame: bytes) -> None:
         await self.feed.announce(frame)
+
+    async def relist(self) -> None:
+        await self.relists.announce(b"")
 
     async def send_elsewhere(self, user_id: int, nodes: Iterable[str],
                              frames: list[bytes]) -> None:
@@ -292,7 +299,7 @@ class ClusterNode:
         self.spawn(self._sweep_forever())
 
     async def start(self, address: str) -> None:
-        """Join: the registry (heartbeats), the lobby's feed, the revocations' feed."""
+        """Join: the registry (heartbeats), the lobby's feeds, the revocations' feed."""
         self.registry = NodeRegistry(
             self.bus.redis, self.keys, self.node_id, self.settings.incarnation, address,
             report=lambda: (self.leases.held, len(self.host.sessions)),
@@ -306,6 +313,7 @@ class ClusterNode:
         self.spawn(self._watch_nodes())
         self.spawn(self.sweep())  # an earlier process of this node's games, at once
         await self.reach.feed.start()
+        await self.reach.relists.start()
         await self.revocations.feed.start()
 
     def compact(self) -> None:
@@ -861,11 +869,13 @@ class ClusterNode:
                                                     "present": present}, take=False)
 
     def on_gap(self) -> None:
-        """The bus may have missed messages: every game followed here catches up; and
-        Redis may have restarted empty: this node's members are online again."""
+        """The bus may have missed messages: every game followed here catches up, and the
+        lobby's listing is read again; and Redis may have restarted empty: this node's
+        members are online again."""
         for remote in list(self.remote.values()):
             self.catch_up(remote)
         if self._host is not None:
+            self.host.lobby.may_have_missed()
             for member in list(self.host.members.by_id.values()):
                 self.spawn(self._rejoin(member))
 
@@ -911,8 +921,9 @@ class ClusterNode:
                     frames = room.events_since(since)
             reply: dict[str, Any] = {"seq": room.seq,
                                      "pids": [player.user_id for player in room.players]}
-            if frames is None:
-                reply["snap"] = p.encode(p.GameState(game=room.snapshot()))
+            if frames is None:  # the state packed for spectators here (id 0: the asking
+                packed, clocks = room.packed_state()  # node answers with its request's)
+                reply["snap"] = packed.frame(id=0, **clocks)
             else:
                 reply["frames"] = frames
             return reply

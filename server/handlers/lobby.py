@@ -15,8 +15,12 @@ if TYPE_CHECKING:
     from ..session import Session
 
 
-async def on_lobby_subscribe(s: Session, m: p.LobbySubscribe) -> p.ServerMessage:
-    return await s.app.lobby.subscribe(s, m.id)
+async def on_lobby_subscribe(s: Session, m: p.LobbySubscribe) -> None:
+    s.send_prepared(await s.app.lobby.subscribe(s), m.id)
+
+
+async def on_lobby_page(s: Session, m: p.LobbyPage) -> None:
+    s.send_prepared(await s.app.lobby.page(m.cursor, m.id), m.id)
 
 
 async def on_lobby_unsubscribe(s: Session, m: p.LobbyUnsubscribe) -> p.ServerMessage:

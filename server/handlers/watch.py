@@ -24,7 +24,9 @@ async def on_watch(s: Session, m: p.Watch) -> p.ServerMessage | None:
             s.check_can_watch(room)
             room.subscribe(s)
             s.rooms[room.game_id] = room
-            return p.GameState(id=m.id, game=room.snapshot())
+            packed, clocks = room.packed_state()  # packed once per event for everyone
+            s.send_prepared(packed, m.id, **clocks)
+            return None
     return p.GameState(id=m.id, game=await s.app.history.stored_snapshot(m.game_id))
 
 
@@ -53,7 +55,9 @@ async def on_resume(s: Session, m: p.Resume) -> p.ServerMessage | None:
         if frames is None:  # the whole game, opponent_back included
             if attach:
                 await s.attach(room, tell_self=False)
-            return p.GameState(id=m.id, game=room.snapshot())
+            packed, clocks = room.packed_state()
+            s.send_prepared(packed, m.id, **clocks)
+            return None
         for frame in frames:  # the missed events, then opponent_back, then ok
             s.send_frame(frame)
         if attach:

@@ -95,6 +95,15 @@ def test_document_lists_every_error_code() -> None:
     assert listed == [code.value for code in p.ErrorCode]
 
 
+def test_document_lists_the_requests_an_egress_budget_refuses() -> None:
+    """Section 4.11's list is the requests declared ``LISTS``."""
+    block = re.search(r"<!-- listing-requests -->\n(.*?)\n<!-- /listing-requests -->", DOC,
+                      re.DOTALL)
+    assert block is not None
+    listed = re.findall(r"`([a-z_]+)`", block.group(1))
+    assert listed == [tag for tag, cls in p.CLIENT_MESSAGES.items() if cls.LISTS]
+
+
 def test_document_phase_table_is_the_codes() -> None:
     section = DOC[DOC.index("## 5. Connection phases") : DOC.index("## 6. Client messages")]
     documented: dict[str, frozenset[str]] = {}

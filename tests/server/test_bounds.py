@@ -353,12 +353,16 @@ async def test_the_lobby_answers_within_the_protocols_limits_with_10500_open_see
         looker = await live.clients.connect()
         lobby = await looker.call(p.LobbySubscribe)
         assert isinstance(lobby, p.Lobby)
-        shown = live.settings.lobby_seeks_shown
+        shown = live.settings.lobby_page
         assert (len(lobby.seeks), lobby.more_seeks) == (shown, seeks - shown)
         assert (len(lobby.players), lobby.more_players) == (guests, None)
+        assert lobby.next_cursor is not None
         # the oldest first
-        assert [s.user.name for s in lobby.seeks] == (
-            [players[0].name] * share + [players[1].name] * (shown - share))
+        assert [s.user.name for s in lobby.seeks] == [players[0].name] * shown
+        # the last page, however deep, is within the protocol's limits too
+        last = await looker.call(p.LobbyPage, cursor=f"{lobby.seeks[0].seek_id + seeks - 2}:9"
+                                                      f"999999999999:")
+        assert len(last.seeks) == 1 and last.next_cursor is None
         # a seek that pairs with the newest of them finds it among the 10,500
         newest = seeks - 1
         late = await live.clients.guest()
@@ -374,15 +378,16 @@ async def test_the_lobby_answers_within_the_protocols_limits_with_10500_open_see
             await asyncio.sleep(0.05)
 
 
-async def test_the_lobby_shows_so_many_players_and_counts_the_rest(serve: Serve) -> None:
-    async with serve(lobby_players_shown=2, lobby_seeks_shown=1) as live:
+async def test_the_lobby_shows_a_page_and_counts_the_rest(serve: Serve) -> None:
+    async with serve(lobby_page=2) as live:
         players = [await live.clients.guest() for _ in range(4)]
         await players[0].call(p.Seek, **seek_fields(1))
         await players[1].call(p.Seek, **seek_fields(2))
+        await players[1].call(p.Seek, **seek_fields(3))
         lobby = await players[3].call(p.LobbySubscribe)
-        assert [u.name for u in lobby.players] == [players[0].name, players[1].name]
-        assert lobby.more_players == 2
-        assert len(lobby.seeks) == 1 and lobby.more_seeks == 1
+        assert {u.name for u in lobby.players} <= {player.name for player in players}
+        assert len(lobby.players) == 2 and lobby.more_players == 2
+        assert len(lobby.seeks) == 2 and lobby.more_seeks == 1
 
 
 # -- challenges ------------------------------------------------------------------------------------

@@ -182,3 +182,36 @@ async def test_unwatch_and_unknown_games(clients: Clients) -> None:
 async def test_list_games_of_every_kind_with_ratings_as_games_started(clients: Clients) -> None:
     """The scenario the cluster runs on three nodes (``test_list_games_across_nodes.py``)."""
     await every_server_lists_alike(clients, [clients.url])
+
+
+def packed(live: Live) -> float:
+    """Game states packed so far, over every node (/metrics)."""
+    return sum(node.app.metrics.registry.get_sample_value(
+        "tessera_snapshots_packed_total", {"what": "game"}) or 0.0 for node in live.nodes)
+
+
+async def test_spectators_share_a_state_packed_once_per_event(server: Live,
+                                                              clients: Clients) -> None:
+    """Many spectators of a game get its state packed once until its next event, on the
+    node that runs it (spectators on other nodes get theirs through it), each with the
+    clocks as they are when asked."""
+    a, b = await clients.guest(), await clients.guest()
+    game = await start_game(a, b, "hadron", clock=CLOCK)
+    await game.play()
+    await game.play()  # both moved: the clock runs
+    spectators = [await clients.spectator() for _ in range(2 * len(server.nodes))]
+    mark = packed(server)
+    seen = [await game.watch(spectator) for spectator in spectators]
+    assert packed(server) - mark == 1
+    for snapshot in seen:
+        assert (snapshot.seq, snapshot.ply, len(snapshot.moves)) == (seen[0].seq, 2, 2)
+        assert snapshot.players == seen[0].players
+        assert snapshot.clocks_ms is not None and snapshot.clocks_ms[0] <= CLOCK.base_ms
+    clocks = [snapshot.clocks_ms[game.state.to_move] for snapshot in seen  # type: ignore
+              if snapshot.clocks_ms is not None]
+    assert clocks == sorted(clocks, reverse=True)  # the mover's clock, as it runs
+    await game.play()
+    mark = packed(server)
+    after = [await game.watch(spectator) for spectator in spectators]
+    assert packed(server) - mark == 1
+    assert {(s.seq, s.ply) for s in after} == {(seen[0].seq + 1, 3)}

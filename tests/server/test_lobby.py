@@ -7,7 +7,7 @@ from typing import Any
 
 import protocol as p
 
-from .conftest import both_topologies
+from .conftest import Live, Serve, both_topologies
 from .support import FAST_CLOCK, Clients, Player
 
 pytestmark = both_topologies
@@ -171,3 +171,65 @@ async def test_challenge_refusals_and_departures(clients: Clients) -> None:
         "not_found"
     await asyncio.sleep(0)
     assert await b.drain(0.1) == []
+
+
+# -- pages, packed once per change --------------------------------------------------------------
+def packed(live: Live, what: str) -> float:
+    """Snapshots of ``what`` packed so far, over every node (/metrics)."""
+    return sum(node.app.metrics.registry.get_sample_value(
+        "tessera_snapshots_packed_total", {"what": what}) or 0.0 for node in live.nodes)
+
+
+def clock_of(k: int) -> p.Fischer:
+    """A clock of its own: seeks with different ones never pair."""
+    return p.Fischer(base_ms=600_000 + 1000 * k, increment_ms=0)
+
+
+async def test_the_lobby_comes_in_pages(serve: Serve) -> None:
+    async with serve(lobby_page=2) as live:
+        seekers = [await live.clients.guest() for _ in range(5)]
+        created = [await s.call(p.Seek, game="hadron", options={}, clock=clock_of(k))
+                   for k, s in enumerate(seekers)]
+        looker = await live.clients.guest()
+        first = await looker.call(p.LobbySubscribe)
+        assert [s.seek_id for s in first.seeks] == [c.seek_id for c in created[:2]]
+        assert (len(first.players), first.more_seeks, first.more_players) == (2, 3, 4)
+        # pages go on where the last one stopped, whatever opens meanwhile
+        late = await seekers[0].call(p.Seek, game="hadron", options={}, clock=clock_of(9))
+        seeks, players, cursor, pages = list(first.seeks), list(first.players), \
+            first.next_cursor, 1
+        while cursor is not None:
+            page = await looker.call(p.LobbyPage, cursor=cursor)
+            assert isinstance(page, p.Lobby) and len(page.seeks) <= 2 >= len(page.players)
+            seeks += page.seeks
+            players += page.players
+            cursor, pages = page.next_cursor, pages + 1
+        assert [s.seek_id for s in seeks] == [c.seek_id for c in (*created, late)]
+        names = [u.name for u in players]
+        assert sorted(names) == sorted([s.name for s in seekers] + [looker.name])
+        assert pages == 3
+        refused = await looker.refused(p.LobbyPage, cursor="not-a-cursor")
+        assert refused.code == "bad_request" and "cursor" in str(refused)
+
+
+async def test_a_lobby_page_is_packed_once_per_change(serve: Serve) -> None:
+    async with serve() as live:
+        watchers = [await live.clients.guest() for _ in range(2 * len(live.nodes))]
+        for watcher in watchers:
+            await watcher.call(p.LobbySubscribe)
+        for watcher in watchers:
+            await watcher.drain()  # every player_online heard on every node
+        mark = packed(live, "lobby")
+        for _ in range(3):  # nothing changed: the same bytes, nothing packed
+            for watcher in watchers:
+                assert len((await watcher.call(p.LobbySubscribe)).players) == len(watchers)
+        assert packed(live, "lobby") == mark
+        created = await watchers[0].call(p.Seek, game="hadron", options={}, clock=clock_of(1))
+        for watcher in watchers:
+            await watcher.wait_for(p.SeekAdded)
+        mark = packed(live, "lobby")
+        for _ in range(3):
+            for watcher in watchers:
+                lobby = await watcher.call(p.LobbySubscribe)
+                assert [s.seek_id for s in lobby.seeks] == [created.seek_id]
+        assert 1 <= packed(live, "lobby") - mark <= len(live.nodes)  # once per node asked

@@ -20,8 +20,8 @@ from .conftest import Tabs, WebServer, start_web_server, stop_web_server
 @pytest.fixture(scope="module")
 def bounded_server(chromium: str, tmp_path_factory: pytest.TempPathFactory
                    ) -> Iterator[WebServer]:
-    server = start_web_server(tmp_path_factory.mktemp("bounded"), "--lobby-seeks-shown", "1",
-                              "--lobby-players-shown", "1", "--hello-timeout", "0.5",
+    server = start_web_server(tmp_path_factory.mktemp("bounded"), "--lobby-page", "1",
+                              "--hello-timeout", "0.5",
                               "--auth-timeout", "1", "--log-level", "info",
                               "--guests-per-hour", "0")
     yield server
