@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Awaitable, Callable
 
 import protocol as p
 from clients import events, notation, render
@@ -39,7 +40,8 @@ class PlayClient:
         self.color = color
         self.user: p.User | None = None
         self.token: str | None = None
-        self.history: tuple[p.ListGames, str] | None = None  # the last list, for "more"
+        # the next page of the last list ('games', 'history', 'seeks', 'who'), for "more"
+        self.next_page: Callable[[], Awaitable[None]] | None = None
         self.quitting = False
         self.login_refused = False  # the last login, registration or guest was refused
         self.link = ServerLink(url, retry_max=retry_max)

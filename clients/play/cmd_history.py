@@ -34,12 +34,12 @@ async def history(client: PlayClient, args: str) -> None:
                                          limit=HISTORY_PAGE))
 
 
-@command("more", "more", "the next page of the last list")
+@command("more", "more", "the next page of the last list ('games', 'history', 'seeks', "
+         "'who')")
 async def more(client: PlayClient, args: str) -> None:
-    if client.history is None:
+    if client.next_page is None:
         raise UsageError("Nothing more to list.")
-    query, cursor = client.history
-    await list_games(client, query, cursor)
+    await client.next_page()
 
 
 async def list_games(client: PlayClient, query: p.ListGames, cursor: str | None = None
@@ -55,8 +55,9 @@ async def list_games(client: PlayClient, query: p.ListGames, cursor: str | None 
         client.say(f"  {g.game_id:<12} {utc_date(g.created_ms)[:16].replace('T', ' ')}  "
                    f"{render.describe_offer(g.game, g.options, g.clock):<28} "
                    f"{g.players[0].name} vs {g.players[1].name}  {g.ply} plies  {result}")
-    client.history = (query, reply.next_cursor) if reply.next_cursor else None
-    if reply.next_cursor:
+    cursor = reply.next_cursor
+    client.next_page = None if cursor is None else lambda: list_games(client, query, cursor)
+    if cursor:
         client.say("  ... 'more' lists the next page")
 
 

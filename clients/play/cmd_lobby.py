@@ -1,5 +1,5 @@
-"""Commands of the lobby: ``seeks``, ``who``, ``seek``, ``challenge``, ``bot`` (a bundled
-bot started here), ``accept``, ``decline``, ``cancel``."""
+"""Commands of the lobby: ``seeks``, ``who`` (a page at a time: ``more``), ``seek``,
+``challenge``, ``bot`` (a bundled bot started here), ``accept``, ``decline``, ``cancel``."""
 
 from __future__ import annotations
 
@@ -28,30 +28,63 @@ def offer_of(words: Sequence[str], *, allow_color: bool = False) -> Offer:
         raise UsageError(str(exc)) from None
 
 
-@command("seeks", "seeks", "list open seeks")
+@command("seeks", "seeks", "list open seeks (the oldest first, a page at a time)")
 async def seeks(client: PlayClient, args: str) -> None:
     lobby = await client.lobby.subscribe(quiet=True)
     if not lobby.seeks:
         client.say("No open seeks. Offer one: seek hadron size=5 5m+3s")
         return
-    for s in lobby.seeks:
+    say_seeks(client, lobby.seeks)
+    say_more(client, lobby)
+
+
+@command("who", "who", "list the players and bots online (a page at a time)", "players")
+async def who(client: PlayClient, args: str) -> None:
+    lobby = await client.lobby.subscribe(quiet=True)
+    say_players(client, lobby.players)
+    say_more(client, lobby)
+
+
+async def next_lobby_page(client: PlayClient) -> None:
+    """'more' after 'seeks' or 'who': the lobby's next page of seeks and players."""
+    page = await client.lobby.more()
+    if page is None:
+        client.next_page = None
+        client.say("Nothing more to list.")
+        return
+    if page.seeks:
+        say_seeks(client, page.seeks)
+    if page.players:
+        say_players(client, page.players)
+    say_more(client, page)
+
+
+def say_seeks(client: PlayClient, listed: Sequence[p.OpenSeek]) -> None:
+    for s in listed:
         mine = " (yours)" if client.lobby.is_me(s.user) else ""
         client.say(f"  #{s.seek_id:<4} {render.user_label(s.user, s.game):<26} "
                    f"{render.describe_offer(s.game, s.options, s.clock)}"
                    f"{render.seek_terms(s)}{mine}")
 
 
-@command("who", "who", "list the players and bots online", "players")
-async def who(client: PlayClient, args: str) -> None:
-    lobby = await client.lobby.subscribe(quiet=True)
+def say_players(client: PlayClient, listed: Sequence[p.User]) -> None:
     groups: dict[str, list[str]] = {"human": [], "guest": [], "bot": []}
-    for u in lobby.players:
+    for u in listed:
         you = " (you)" if client.lobby.is_me(u) else ""
         rated = f" [{render.ratings_text(u.ratings)}]" if u.ratings else ""
         groups.setdefault(u.kind, []).append(u.name + you + rated)
     for kind, label in (("human", "players"), ("guest", "guests"), ("bot", "bots")):
         names = ", ".join(sorted(groups[kind], key=str.lower)) or "none"
         client.say(f"  {label}: {names}")
+
+
+def say_more(client: PlayClient, page: p.Lobby) -> None:
+    """What the lobby holds beyond this page, and how to see it ('more')."""
+    left = [f"{n} more {what}" for n, what in ((page.more_seeks, "seek(s)"),
+                                               (page.more_players, "player(s)")) if n]
+    client.next_page = (lambda: next_lobby_page(client)) if page.next_cursor else None
+    if left:
+        client.say(f"  ... and {' and '.join(left)}: 'more' lists the next page.")
 
 
 @command("seek", "seek GAME [OPTION=VALUE ...] [TIME] [rated [LOW-HIGH]]",

@@ -34,21 +34,33 @@ class Lobby:
         self.my_seeks: set[int] = set()
         self.challenges_in: dict[int, p.ChallengeReceived] = {}
         self.challenges_out: dict[int, str] = {}  # challenge id -> whom
+        self.next_page: str | None = None  # the cursor of the lobby's next page
 
     async def subscribe(self, *, quiet: bool = False) -> p.Lobby:
-        """Subscribe to the lobby (again): its snapshot replaces what we knew."""
+        """Subscribe to the lobby (again): its first page replaces what we knew."""
         reply = await self.link.call(p.LobbySubscribe)
         assert isinstance(reply, p.Lobby)
         self.subscribed = True
         self.seeks = {s.seek_id: s for s in reply.seeks}
         self.online = {u.name.lower(): u for u in reply.players}
+        self.next_page = reply.next_cursor
         if not quiet:
             seeks = len(self.seeks) + (reply.more_seeks or 0)
             players = len(self.online) + (reply.more_players or 0)
-            shown = " (the server lists the oldest)" if reply.more_seeks or reply.more_players \
-                else ""
-            self.say(f"Lobby: {seeks} open seek(s), {players} player(s) online{shown} "
+            paged = " (listed a page at a time: 'more')" if reply.next_cursor else ""
+            self.say(f"Lobby: {seeks} open seek(s), {players} player(s) online{paged} "
                      "('seeks', 'who').")
+        return reply
+
+    async def more(self) -> p.Lobby | None:
+        """The lobby's next page (None: there is none), added to what we know."""
+        if self.next_page is None:
+            return None
+        reply = await self.link.call(p.LobbyPage, cursor=self.next_page)
+        assert isinstance(reply, p.Lobby)
+        self.seeks.update((s.seek_id, s) for s in reply.seeks)
+        self.online.update((u.name.lower(), u) for u in reply.players)
+        self.next_page = reply.next_cursor
         return reply
 
     def is_me(self, user: p.User) -> bool:

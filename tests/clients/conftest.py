@@ -32,10 +32,10 @@ CALL_TIMEOUT_S = 15.0
 class LiveServer(LocalServer):
     """``python -m server serve`` on a fixed port and a SQLite file; start, stop, restart."""
 
-    def __init__(self, directory: Path, grace_s: float = 30.0) -> None:
+    def __init__(self, directory: Path, grace_s: float = 30.0, *args: str) -> None:
         # every client test connects from 127.0.0.1: no per-address limits
         super().__init__(directory, extra_args=["--grace", str(grace_s), "--guests-per-hour",
-                                                "0", "--logins-per-minute", "0"])
+                                                "0", "--logins-per-minute", "0", *args])
 
 
 @pytest.fixture(scope="session")
@@ -51,12 +51,13 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 def live_server_factory(tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
     """Make private servers (started); each is stopped at the end of the test.
 
-    ``make(grace_s=1.0)``: seconds before a win can be claimed from an absent opponent.
+    ``make(grace_s=1.0)``: seconds before a win can be claimed from an absent opponent;
+    ``make(30.0, "--lobby-page", "1")``: more flags of ``serve``.
     """
     made: list[LiveServer] = []
 
-    def make(grace_s: float = 30.0) -> LiveServer:
-        server = LiveServer(tmp_path / f"server{len(made)}", grace_s)
+    def make(grace_s: float = 30.0, *args: str) -> LiveServer:
+        server = LiveServer(tmp_path / f"server{len(made)}", grace_s, *args)
         made.append(server)
         server.start()
         return server

@@ -686,3 +686,33 @@ def test_a_pass_that_ends_the_game_is_confirmed_with_its_consequence(
     assert over.ending == p.Ending(how="passes", scores=(1, 0), text=ending)
     child.expect(rf"Game over: Black \(guest-\w+\) wins: {re.escape(ending)}\. You won!")
     child.sendline("quit")
+
+
+def test_the_lobby_a_page_at_a_time(live_server_factory: Callable[..., LiveServer],
+                                    scripted_player: Scripted) -> None:
+    """The server lists one seek and one player a page: 'seeks' shows the first and how
+    many more, 'more' the next pages, to the end."""
+    server = live_server_factory(30.0, "--lobby-page", "1")
+    seekers = [scripted_player(server.url) for _ in range(3)]
+    made = []
+    for k, seeker in enumerate(seekers):
+        seeker.guest()
+        created = seeker.call(p.Seek, game="hadron", options={"size": 5},
+                              clock=p.Fischer(base_ms=60_000 + 1000 * k, increment_ms=0))
+        assert isinstance(created, p.SeekCreated)
+        made.append(created.seek_id)
+    child = spawn_play(server.url, "--guest", "--no-color")
+    log_in_as_guest(child)
+    child.sendline("seeks")
+    child.expect(rf"#{made[0]}\s+{seekers[0].name}")
+    child.expect(r"\.\.\. and 2 more seek\(s\) and 3 more player\(s\): 'more' lists the "
+                 r"next page\.")
+    for seek_id, seeker in zip(made[1:], seekers[1:], strict=True):
+        child.sendline("more")
+        child.expect(rf"#{seek_id}\s+{seeker.name}")
+    child.sendline("more")
+    child.expect(r"guests: guest-\w+\r\n")
+    child.sendline("more")
+    child.expect("Nothing more to list")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)

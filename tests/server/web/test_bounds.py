@@ -1,5 +1,6 @@
-"""The page under the server's bounds (issue 16): a busy lobby counts what it does not list,
-and a page the server closes for not logging in in time waits quietly for its next request.
+"""The page under the server's bounds (issue 16): a busy lobby counts what it does not list
+and lists its next page on "More" (issue 24), and a page the server closes for not logging
+in in time waits quietly for its next request.
 """
 
 from __future__ import annotations
@@ -40,15 +41,24 @@ def test_a_busy_lobby_says_how_many_seeks_and_players_it_does_not_list(
         bounded_server: WebServer, bounded_tabs: Tabs) -> None:
     seekers = [ScriptedPlayer(bounded_server.ws_url) for _ in range(3)]
     try:
+        made = []
         for k, seeker in enumerate(seekers):
             seeker.guest()
-            seeker.call(p.Seek, game="hadron", options={"size": 5},
-                        clock=p.Fischer(base_ms=60_000 + 1000 * k, increment_ms=0))
+            made.append(seeker.call(p.Seek, game="hadron", options={"size": 5},
+                                    clock=p.Fischer(base_ms=60_000 + 1000 * k,
+                                                    increment_ms=0)))
         page = bounded_tabs.open("/")
         page.wait_for_selector(".lobby table.seeks td:has-text('and 2 more not listed')")
         page.wait_for_selector("ul.players li:has-text('and 2 more online')")
         seekers.pop().close()  # an unlisted seek and player go: the counts follow
         page.wait_for_selector(".lobby table.seeks td:has-text('and 1 more not listed')")
+        # "More" lists the next page (lobby_page): the second seek, and nothing left
+        page.click(".lobby table.seeks button.more")
+        second = made[1]
+        assert isinstance(second, p.SeekCreated)
+        page.wait_for_selector(f".lobby table.seeks tr[data-seek='{second.seek_id}']")
+        page.wait_for_selector(".lobby table.seeks td:has-text('more not listed')",
+                               state="detached")
     finally:
         for seeker in seekers:
             seeker.close()

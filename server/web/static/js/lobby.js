@@ -22,6 +22,7 @@ export class LobbyView {
     this.players = new Map();
     this.moreSeeks = 0;
     this.morePlayers = 0;
+    this.nextCursor = null;  // where the lobby's next page starts (lobby_page)
     this.timer = null;
   }
 
@@ -46,22 +47,48 @@ export class LobbyView {
 
   async subscribe() {
     const lobby = await this.conn.request("lobby_subscribe");
-    this.seeks = new Map(lobby.seeks.map((s) => [s.seek_id, s]));
-    this.players = new Map(lobby.players.map((p) => [p.name, p]));
-    // a busy lobby is listed in part: the server counts the seeks and players it left out
-    this.moreSeeks = lobby.more_seeks || 0;
-    this.morePlayers = lobby.more_players || 0;
+    this.seeks = new Map();
+    this.players = new Map();
+    this._add(lobby);
+  }
+
+  /** The lobby's next page ("More"): added to what is listed. */
+  async more() {
+    if (!this.nextCursor) return;
+    try {
+      this._add(await this.conn.request("lobby_page", { cursor: this.nextCursor }));
+    } catch (err) {
+      this.formStatus.textContent = err.message;  // e.g. rate_limited: try again
+    }
+  }
+
+  // a busy lobby comes a page at a time: the server counts the seeks and players after it
+  _add(page) {
+    for (const s of page.seeks) this.seeks.set(s.seek_id, s);
+    for (const p of page.players) this.players.set(p.name, p);
+    this.moreSeeks = page.more_seeks || 0;
+    this.morePlayers = page.more_players || 0;
+    this.nextCursor = page.next_cursor || null;
     this.renderSeeks();
     this.renderPlayers();
   }
 
+  _moreButton() {
+    return h("button", { type: "button", class: "more", onclick: () => this.more() }, "More");
+  }
+
   onEvent(msg) {
     switch (msg.t) {
-      case "seek_added": this.seeks.set(msg.seek.seek_id, msg.seek); this.renderSeeks(); return true;
+      case "seek_added":  // the newest: while pages are left, it comes with the last of them
+        if (this.nextCursor) this.moreSeeks += 1; else this.seeks.set(msg.seek.seek_id, msg.seek);
+        this.renderSeeks(); return true;
       case "seek_removed":
         if (!this.seeks.delete(msg.seek_id) && this.moreSeeks) this.moreSeeks -= 1;  // one not listed
         this.renderSeeks(); return true;
-      case "player_online": this.players.set(msg.user.name, msg.user); this.renderPlayers(); return true;
+      case "player_online":
+        if (this.nextCursor && !this.players.has(msg.user.name)) this.morePlayers += 1;
+        else this.players.set(msg.user.name, msg.user);
+        this.renderPlayers(); return true;
       case "player_offline":
         if (!this.players.delete(msg.name) && this.morePlayers) this.morePlayers -= 1;
         this.renderPlayers(); return true;
@@ -213,7 +240,9 @@ export class LobbyView {
         h("td", { text: timeControlText(seek.clock) + (seek.rated ? " · rated" : "") }), h("td", {}, button));
     });
     if (this.moreSeeks) {
-      rows.push(h("tr", {}, h("td", { colspan: "4", class: "muted", text: `and ${this.moreSeeks} more not listed: seek a game to be paired with any of them` })));
+      rows.push(h("tr", {}, h("td", { colspan: "4", class: "muted" },
+        `and ${this.moreSeeks} more not listed: seek a game to be paired with any of them `,
+        this.nextCursor ? this._moreButton() : null)));
     }
     if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: "4", class: "muted", text: "No open seeks: create one." })));
     this.seekTable.replaceChildren(...rows);
@@ -239,7 +268,10 @@ export class LobbyView {
       me && me.name === user.name ? h("span", { class: "muted", text: " (you)" })
         : h("button", { type: "button", onclick: () => this.challenge(user.name) }, user.kind === "bot" ? "Play" : "Challenge"));
     this.playerList.replaceChildren(...people.map(row));
-    if (this.morePlayers) this.playerList.append(h("li", { class: "muted", text: `and ${this.morePlayers} more online` }));
+    if (this.morePlayers) {
+      this.playerList.append(h("li", { class: "muted" }, `and ${this.morePlayers} more online `,
+        this.nextCursor ? this._moreButton() : null));
+    }
     if (!people.length && !this.morePlayers) this.playerList.append(h("li", { class: "muted", text: "Nobody yet." }));
     this.botList.replaceChildren(...bots.map(row));
     if (!bots.length) {
