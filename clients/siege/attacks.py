@@ -391,6 +391,123 @@ async def challenge_flood(port: int, params: dict[str, Any], tally: Tally, ready
         await conn.close()
 
 
+async def lobby_spam(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """Issue 24's lobby attack: ``guests`` guests open ``seeks`` seeks each that nobody
+    can pair with (up to the server's caps), while ``askers`` clients, each from an
+    address of its own, ask for the lobby over and over (``lobby_subscribe``, then up to
+    ``pages`` more pages with ``lobby_page``) without waiting when refused. Every lobby
+    request's answer is counted (``lobby``: replies by kind and their bytes; refusals by
+    code), apart from the seeks'."""
+    deadline = time.monotonic() + params["seconds"]
+    lobby = Tally()
+    sizes: list[int] = []
+
+    async def seeks(k: int, conn: Connection) -> None:
+        for j in range(params["seeks"]):
+            if time.monotonic() > deadline:
+                return
+            base_ms = 60_000 + (k * params["seeks"] + j) * 1000
+            with contextlib.suppress(Disconnected, asyncio.TimeoutError):
+                await call_counted(conn, tally, p.Seek, game="hadron", options={"size": 5},
+                                   clock=p.Fischer(base_ms=base_ms, increment_ms=0))
+
+    async def ask(conn: Connection, kind: type[Any], **fields: Any) -> p.Lobby | None:
+        reply = await call_counted(conn, lobby, kind, **fields)
+        if isinstance(reply, p.Lobby):
+            sizes.append(len(p.encode(reply)))
+            return reply
+        return None
+
+    async def asker(k: int) -> None:
+        conn = await open_conn(port, spread_address(50_000 + k), lobby)
+        if conn is None:
+            return
+        async with conn:
+            async def body() -> None:
+                page = await ask(conn, p.LobbySubscribe)
+                for _ in range(params["pages"]):
+                    if page is None or page.next_cursor is None:
+                        break
+                    page = await ask(conn, p.LobbyPage, cursor=page.next_cursor)
+                while not conn.events.empty():  # the lobby's events: not needed, not kept
+                    if conn.events.get_nowait() is None:
+                        raise Disconnected("closed")
+
+            await forever_until(deadline, body, lobby)
+            if conn.closed.is_set():
+                lobby.closed[closed_code(conn)] += 1
+
+    askers = [asyncio.create_task(asker(k)) for k in range(params["askers"])]
+    ready()
+    conns = await guests(port, params["guests"], tally, deadline, then=seeks)
+    tally.extra["seeks_open"] = tally.accepted
+    await asyncio.gather(*askers)
+    for conn in conns:
+        if conn.closed.is_set():
+            tally.closed[closed_code(conn)] += 1
+        await conn.close()
+    tally.extra["lobby"] = {**lobby.as_dict(), "bytes": sum(sizes),
+                            "largest": max(sizes, default=0)}
+
+
+async def connection_wave(port: int, params: dict[str, Any], tally: Tally, ready: Ready
+                          ) -> None:
+    """Issue 24's wave: ``connections`` websockets opened at an even pace over
+    ``seconds``, ``per_address`` from each of many loopback addresses (below the
+    per-address cap), each completing its handshake and then saying nothing, never
+    ``hello``; the attack lasts until the server has closed every one it admitted (its
+    hello deadline: 4408) or ``close_within_s`` after the wave. How each attempt was
+    answered and how each admitted connection was closed are counted."""
+    tally.extra["own_open_files_limit"] = own = sock_count_limit()
+    count = min(params["connections"], own - 100)
+    per = max(1, params["per_address"])
+    pace = params["seconds"] / max(1, count)
+    t0 = time.monotonic()
+    admitted: list[RawSocket] = []
+    watchers: list[asyncio.Task[str]] = []
+
+    async def one(i: int) -> None:
+        await asyncio.sleep(max(0.0, t0 + i * pace - time.monotonic()))
+        try:
+            sock = await RawSocket.connect(port, spread_address(i // per))
+        except (TimeoutError, OSError) as exc:
+            tally.failed[close_reason(exc)] += 1
+            return
+        try:
+            status = await sock.handshake(port)
+        except (TimeoutError, OSError, asyncio.IncompleteReadError,
+                asyncio.LimitOverrunError, ValueError, IndexError) as exc:
+            tally.failed[close_reason(exc)] += 1
+            sock.close()
+            return
+        if status != 101:
+            tally.refused[f"http_{status}"] += 1
+            sock.close()
+            return
+        tally.accepted += 1
+        admitted.append(sock)
+        watchers.append(asyncio.create_task(sock.idle()))
+
+    wave = asyncio.gather(*(one(i) for i in range(count)))
+    await asyncio.sleep(min(1.0, params["seconds"]))
+    ready()  # the owner logs in while the wave comes in
+    await wave
+    tally.extra["opening_s"] = round(time.monotonic() - t0, 2)
+    tally.extra["open_at_end_of_wave"] = sum(1 for s in admitted if s.ended is None)
+    if watchers:
+        await asyncio.wait(watchers, timeout=params["close_within_s"])
+    for s in admitted:
+        tally.closed[s.ended or "still_open"] += 1
+        s.close()
+    lifetimes = sorted(s.lifetime for s in admitted if s.lifetime is not None)
+    if lifetimes:
+        tally.extra["closed_after_s"] = {
+            "min": round(lifetimes[0], 2), "p50": round(lifetimes[len(lifetimes) // 2], 2),
+            "max": round(lifetimes[-1], 2)}
+    for w in watchers:
+        w.cancel()
+
+
 # -- requests and frames ----------------------------------------------------------------------
 async def request_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """One logged-in client sending requests (ping, list_games, get_board) as fast as it
@@ -625,6 +742,8 @@ ATTACKS: dict[str, Attack] = {
     "guest-flood": guest_flood,
     "request-flood": request_flood,
     "bombs": bombs,
+    "lobby-spam": lobby_spam,
+    "connection-wave": connection_wave,
 }
 
 

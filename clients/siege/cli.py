@@ -16,6 +16,13 @@ attack (exit status 1 if any is missed, and the output names it):
 - ``memory``: the server's RSS ``settle`` seconds after the attack's connections are closed
   on the server's side (its open files back near their number before; at most 60 s) is
   within 25% of before.
+
+``lobby-spam`` and ``connection-wave`` (issue 24) are judged over the attack's own window
+(while the attacker runs, not diluted by the quiet after it) and on what the server
+answered (``ATTACK_TARGETS``): ``move_p99_attack_window``, ``healthz_within_500ms`` (every
+poll answered within 500 ms, not only answered); ``lobby_answered`` and ``lobby_page_small``
+(every lobby request got a page of at most 64 KiB or ``rate_limited``); ``wave_closed_4408``
+(every connection of the wave the server admitted, it closed with 4408).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +42,11 @@ from .attacks import ATTACKS
 
 MOVE_P99_MS = 100.0
 OWNER_LOGIN_MS = 1000.0
+HEALTHZ_MS = 500.0
 MEMORY_SLACK = 1.25
 OWNER_ATTACKS = ("lockout", "login-flood")
+WAVE_CLOSE_WITHIN_S = 40.0  # connection-wave: how long after the wave its closes may take
+LOBBY_PAGE_BYTES = 64 * 1024  # lobby-spam: no lobby reply larger (a page, not the lobby)
 
 
 def params_for(name: str, opts: argparse.Namespace) -> dict[str, Any]:
@@ -53,6 +64,10 @@ def params_for(name: str, opts: argparse.Namespace) -> dict[str, Any]:
         "guest-flood": {"clients": opts.guest_flooders},
         "request-flood": {"window": opts.window},
         "bombs": {},
+        "lobby-spam": {"guests": opts.spam_guests, "seeks": opts.seeks,
+                       "askers": opts.askers, "pages": opts.pages},
+        "connection-wave": {"connections": opts.wave, "per_address": opts.per_address,
+                            "close_within_s": WAVE_CLOSE_WITHIN_S},
     }
     return {**common, **sizes[name]}
 
@@ -80,11 +95,76 @@ def targets(name: str, result: dict[str, Any], move_p99_ms: float = MOVE_P99_MS
         out["owner_login"] = {"ok": ok, "worst_ms": worst, "limit_ms": OWNER_LOGIN_MS}
     out["no_move_lost"] = {"ok": result["acked_moves_lost"] == 0,
                            "value": result["acked_moves_lost"]}
+    out.update(ATTACK_TARGETS.get(name, lambda _r, _ms: {})(result, move_p99_ms))
     rss = result["server"]["rss_mb"]
     out["memory"] = {"ok": rss["after"] <= rss["before"] * MEMORY_SLACK,
                      "before_mb": rss["before"], "after_mb": rss["after"],
                      "limit_mb": round(rss["before"] * MEMORY_SLACK, 1)}
     return out
+
+
+def p99(values: list[float]) -> float | None:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else None
+
+
+def attack_window(result: dict[str, Any], move_p99_ms: float) -> dict[str, dict[str, Any]]:
+    """The canaries over the attack's own window (while the attacker ran, not the quiet
+    after it): the move canary's acknowledgement p99, and every ``/healthz`` poll answered
+    within HEALTHZ_MS (a slow answer misses it, not only a failed one)."""
+    samples = result["_samples"]
+    move = samples["move"].during(("attack",))
+    worst = p99(move)
+    health = samples["healthz"].during(("attack",))
+    failed = samples["healthz"].count("failures", ("attack",))
+    slowest = max(health, default=None)
+    return {
+        "move_p99_attack_window": {"ok": worst is not None and worst <= move_p99_ms,
+                                   "value_ms": None if worst is None else round(worst, 1),
+                                   "n": len(move), "limit_ms": move_p99_ms},
+        "healthz_within_500ms": {"ok": failed == 0 and slowest is not None
+                                 and slowest <= HEALTHZ_MS,
+                                 "max_ms": None if slowest is None else round(slowest, 1),
+                                 "failures": failed, "n": len(health)},
+    }
+
+
+def lobby_spam_targets(result: dict[str, Any], move_p99_ms: float
+                       ) -> dict[str, dict[str, Any]]:
+    """Besides the attack window's: every lobby request answered with a page of the lobby
+    or a documented ``rate_limited``, none larger than a page, no asker dropped."""
+    lobby = result["attacker"].get("lobby", {})
+    refused = set(lobby.get("refused", {}))
+    return {**attack_window(result, move_p99_ms),
+            "lobby_answered": {"ok": lobby.get("accepted", 0) > 0
+                               and refused <= {"rate_limited"}
+                               and not lobby.get("closed") and not lobby.get("failed"),
+                               "pages": lobby.get("accepted", 0),
+                               "refused": lobby.get("refused", {}),
+                               "closed": lobby.get("closed", {}),
+                               "failed": lobby.get("failed", {})},
+            "lobby_page_small": {"ok": 0 < lobby.get("largest", 0) <= LOBBY_PAGE_BYTES,
+                                 "largest_bytes": lobby.get("largest", 0),
+                                 "limit_bytes": LOBBY_PAGE_BYTES}}
+
+
+def connection_wave_targets(result: dict[str, Any], move_p99_ms: float
+                            ) -> dict[str, dict[str, Any]]:
+    """Besides the attack window's: every connection of the wave the server admitted was
+    closed by it with 4408 (its hello deadline), none left open."""
+    attacker = result["attacker"]
+    closed = attacker.get("closed", {})
+    return {**attack_window(result, move_p99_ms),
+            "wave_closed_4408": {"ok": attacker.get("accepted", 0) > 0
+                                 and closed == {"4408": attacker["accepted"]},
+                                 "admitted": attacker.get("accepted", 0), "closed": closed}}
+
+
+ATTACK_TARGETS: dict[str, Callable[[dict[str, Any], float], dict[str, dict[str, Any]]]] = {
+    "lobby-spam": lobby_spam_targets,
+    "connection-wave": connection_wave_targets,
+}
+"""The targets of an attack besides every attack's, judged on what the server answered."""
 
 
 def human(result: dict[str, Any]) -> str:
@@ -121,7 +201,7 @@ def human(result: dict[str, Any]) -> str:
                  f"{can['move']['acknowledged']}, lost {result['acked_moves_lost']}")
     for tname, t in result["targets"].items():
         figures = ", ".join(f"{k} {v}" for k, v in t.items() if k != "ok")
-        lines.append(f"  target {tname:<21} {'ok' if t['ok'] else 'MISSED'}  ({figures})")
+        lines.append(f"  target {tname:<26} {'ok' if t['ok'] else 'MISSED'}  ({figures})")
     return "\n".join(lines)
 
 
@@ -184,7 +264,7 @@ def parser() -> argparse.ArgumentParser:
                       help="fd-exhaustion: connections to try (default: %(default)s, above "
                            "a 20,000 open-files limit)")
     size.add_argument("--per-address", type=int, default=50,
-                      help="fd-exhaustion: connections per source address "
+                      help="fd-exhaustion, connection-wave: connections per source address "
                            "(default: %(default)s)")
     size.add_argument("--per-process", type=int, default=15000,
                       help="fd-exhaustion: connections per attacker process, below its "
@@ -201,6 +281,19 @@ def parser() -> argparse.ArgumentParser:
                            "(default: %(default)s)")
     size.add_argument("--window", type=int, default=64,
                       help="request-flood: requests in flight (default: %(default)s)")
+    size.add_argument("--spam-guests", type=int, default=1000,
+                      help="lobby-spam: guests opening --seeks seeks each, as many as join "
+                           "within --seconds (default: %(default)s)")
+    size.add_argument("--askers", type=int, default=20,
+                      help="lobby-spam: clients asking for the lobby over and over "
+                           "(default: %(default)s)")
+    size.add_argument("--pages", type=int, default=2,
+                      help="lobby-spam: pages each asker follows after the first "
+                           "(default: %(default)s)")
+    size.add_argument("--wave", type=int, default=10_000,
+                      help="connection-wave: websockets opened over --seconds that never "
+                           "say hello, --per-address from each address (default: "
+                           "%(default)s)")
     return ap
 
 
