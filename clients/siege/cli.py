@@ -95,7 +95,8 @@ def targets(name: str, result: dict[str, Any], move_p99_ms: float = MOVE_P99_MS
         out["owner_login"] = {"ok": ok, "worst_ms": worst, "limit_ms": OWNER_LOGIN_MS}
     out["no_move_lost"] = {"ok": result["acked_moves_lost"] == 0,
                            "value": result["acked_moves_lost"]}
-    out.update(ATTACK_TARGETS.get(name, lambda _r, _ms: {})(result, move_p99_ms))
+    if name in ATTACK_TARGETS:
+        out.update(ATTACK_TARGETS[name](result, move_p99_ms))
     rss = result["server"]["rss_mb"]
     out["memory"] = {"ok": rss["after"] <= rss["before"] * MEMORY_SLACK,
                      "before_mb": rss["before"], "after_mb": rss["after"],
