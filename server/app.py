@@ -29,6 +29,7 @@ from . import collector, memory, wsio
 from .accounts import Accounts, Passwords
 from .admission import Admission, describe_caps, open_files_limit
 from .config import Settings
+from .deadlines import Wheel
 from .games import Games
 from .guests import GuestMaker, sweep_guests_forever
 from .handlers import HANDLERS
@@ -98,6 +99,7 @@ class App:
         self.outbox = Outbox()
         self.handling = Handling()  # requests in progress; pings pass the slow ones
         self.handlers = HANDLERS
+        self.deadlines = Wheel()  # the connections' hello and login deadlines
         # an account's budgets over all its connections (on a cluster: over every node)
         self.account_requests = topology.account_requests
         # the bytes of replies per client address (this process's own: a node sends what
@@ -177,6 +179,7 @@ class App:
             self.members.compact()
             self.topology.compact()
             self.admission.compact()
+            self.deadlines.compact()
             self.sessions = set(self.sessions)
             t1 = time.perf_counter()
             collected = gc.collect() if collect else 0
@@ -262,7 +265,8 @@ async def _running_server(settings: Settings, topology: Hosted,
                     app.serve_connection, settings.host, settings.port,
                     process_request=app.routes.respond,
                     max_size=settings.max_frame_bytes, compression=None,
-                    ping_interval=settings.ping_interval, ping_timeout=settings.ping_timeout,
+                    # pings start once a connection says hello (Session, wsio.keep_alive)
+                    ping_interval=None, ping_timeout=None,
                     close_timeout=settings.close_timeout,
                     max_queue=16, server_header=None, reuse_port=settings.reuse_port,
                     backlog=settings.accept_batch,
@@ -287,6 +291,7 @@ async def _running_server(settings: Settings, topology: Hosted,
                 app.tasks.spawn(app.ladder.run(settings.ladder_round_s), name="tessera-ladder")
                 app.tasks.spawn(app.sweep_idle_forever(), name="tessera-sweep-idle")
                 app.tasks.spawn(app.handling.run(), name="tessera-read-on")
+                app.tasks.spawn(app.deadlines.run(), name="tessera-deadlines")
                 app.tasks.spawn(memory.DropWatch(app.crowd, app.hand_back_memory,
                                                  peak=app.crowd_peak).run(),
                                 name="tessera-memory-drop")

@@ -286,7 +286,7 @@ class Settings:
     accept_batch: int = setting(16, "--accept-batch", "connections accepted in one turn of "
                                 "the event loop, well below --fd-reserve (default: "
                                 "%(default)s)", metavar="N", group="limits")
-    listen_backlog: int = setting(100, "--listen-backlog", "connections the kernel queues "
+    listen_backlog: int = setting(1024, "--listen-backlog", "connections the kernel queues "
                                   "for accept(), capped by net.core.somaxconn (default: "
                                   "%(default)s)", metavar="N", group="limits")
     max_open_seeks: int = setting(5, "--max-open-seeks", "open seeks per account (default: "

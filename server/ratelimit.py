@@ -8,6 +8,7 @@ reply's size); a charge may leave it in debt, bounded by ``burst``, which the ne
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import time
 from collections.abc import Callable
@@ -109,6 +110,7 @@ class BucketTable:
         return len(self._buckets)
 
 
+@functools.lru_cache(maxsize=4096)  # a wave of connections comes from few addresses
 def address_key(peer: str) -> str:
     """What a client address is limited by: an IPv4 address as it is, an IPv6 address by its
     /64 (one host is usually given a whole /64), an IPv4-mapped IPv6 address as IPv4; text

@@ -78,7 +78,7 @@ class Session:
         self.closing = False
         self.queued = False  # frames wait in the Outbox
         self._closer: asyncio.Task[None] | None = None
-        self._deadline: asyncio.TimerHandle | None = None
+        self._greeted = False  # said hello: pinged from then on (wsio.keep_alive)
         self.bad_frames = 0
         self.peer = str(ws.remote_address[0]) if ws.remote_address else "?"
         self.address = address_key(self.peer)  # what per-address budgets count by
@@ -90,8 +90,7 @@ class Session:
 
     # -- I/O ------------------------------------------------------------------------------------
     async def run(self) -> None:
-        self._deadline = asyncio.get_running_loop().call_later(
-            self.app.settings.hello_timeout_s, self._hello_deadline)
+        self.app.deadlines.set(self, self.app.settings.hello_timeout_s, self._hello_deadline)
         try:
             recv = self.ws.recv  # not ``async for``: its generator is one more frame a message
             while True:
@@ -151,7 +150,9 @@ class Session:
         if self.closing:
             return
         self.closing = True
-        log.info("closing connection", extra={"peer": self.peer, "code": code, "why": reason})
+        if log.isEnabledFor(logging.INFO):
+            log.info("closing connection", extra={"peer": self.peer, "code": code,
+                                                  "why": reason})
         self._closer = self.app.tasks.spawn(self.ws.close(code, reason), name="tessera-close")
 
     def close_at_once(self, code: int, reason: str) -> None:
@@ -160,7 +161,9 @@ class Session:
         if self.closing:
             return
         self.closing = True
-        log.info("closing connection", extra={"peer": self.peer, "code": code, "why": reason})
+        if log.isEnabledFor(logging.INFO):  # a wave of them is closed by the deadlines
+            log.info("closing connection", extra={"peer": self.peer, "code": code,
+                                                  "why": reason})
         wsio.close_at_once(self.ws, code, reason)
 
     # -- reading on past a slow request ---------------------------------------------------------
@@ -215,14 +218,13 @@ class Session:
         """Check in ``after`` seconds (default: the authentication deadline) that this
         connection has logged in, or watches a game or the lobby (spectators need no
         login); close it if not."""
-        self._cancel_deadline()
         if self.closing:
+            self._cancel_deadline()
             return
         wait = self.app.settings.auth_timeout_s if after is None else after
-        self._deadline = asyncio.get_running_loop().call_later(wait, self._auth_deadline)
+        self.app.deadlines.set(self, wait, self._auth_deadline)
 
     def _auth_deadline(self) -> None:
-        self._deadline = None
         if self.proto.phase is p.Phase.AUTHENTICATED:
             return  # a logout arms it again
         if self.rooms or self in self.app.members.subscribers:
@@ -232,9 +234,7 @@ class Session:
                            f"not logged in within {self.app.settings.auth_timeout_s:g} s")
 
     def _cancel_deadline(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        self.app.deadlines.cancel(self)
 
     # -- dispatch -------------------------------------------------------------------------------
     async def handle(self, frame: str | bytes) -> None:
@@ -273,6 +273,12 @@ class Session:
             await self._answer(request)
         finally:
             self.charge(self.sent_bytes - before)
+        if not self._greeted and self.proto.phase is not p.Phase.CONNECTED:
+            # pinged once it said hello: a wave of connections that never do costs no
+            # ping task each (they are closed by the hello deadline, before a first ping)
+            self._greeted = True
+            settings = self.app.settings
+            wsio.keep_alive(self.ws, settings.ping_interval, settings.ping_timeout)
 
     async def _answer(self, request: p.ClientMessage) -> None:
         """Run the request's handler and send its reply, or the error it ended in."""

@@ -149,6 +149,18 @@ def reporting_connection(accepted: Callable[[ServerConnection], None],
     return Reported
 
 
+def keep_alive(ws: Connection, interval: float | None, timeout: float | None) -> None:
+    """Start websockets' keepalive pings on a connection served without (``serve``'s
+    ``ping_interval=None``): a ping every ``interval`` seconds, the connection failed if its
+    pong takes over ``timeout``. The server starts them once a connection has said hello,
+    so that each of a wave of connections that never does costs no ping task (its hello
+    deadline closes it before a first ping would be due)."""
+    if interval is None or ws.keepalive_task is not None:
+        return
+    ws.ping_interval, ws.ping_timeout = interval, timeout
+    ws.start_keepalive()
+
+
 def forget_handshake(ws: ServerConnection) -> None:
     """Let go of the opening handshake's HTTP response once it is over: its headers are
     about 1.4 KB of small objects that every open connection would keep for its whole life,

@@ -26,7 +26,8 @@ from websockets.server import ServerProtocol
 import protocol as p
 from server import wsio
 
-from .conftest import Live
+from .conftest import Live, Serve, one_backend
+from .support import RawSocket
 
 # sha256 of the source of websockets 17.4's Connection.send_data, which wsio.flush copies
 SEND_DATA_SHA256 = "b01f84358ffee740710cf9cad998af659c4d3cb01f6014c033d74104c5b5f61b"
@@ -181,3 +182,24 @@ async def test_a_guest_connection_closed_or_vanished_is_freed_with_its_session(
     finally:
         if was_enabled:
             gc.enable()
+
+
+@one_backend
+async def test_a_connection_is_pinged_once_it_has_said_hello(serve: Serve) -> None:
+    """``keep_alive`` starts websockets' keepalive (its task, its interval and timeout): a
+    connection that has not said hello has no ping task (a wave of them would cost one
+    each), one that has is pinged and kept."""
+    async with serve(ping_interval=0.2, ping_timeout=5.0) as live:
+        silent = await RawSocket.open(live.url, hello=False)
+        greeted = await RawSocket.open(live.url)
+        sessions = {s.proto.phase: s for s in live.running.app.sessions}
+        quiet, said = sessions[p.Phase.CONNECTED], sessions[p.Phase.GREETED]
+        assert quiet.ws.keepalive_task is None
+        assert said.ws.keepalive_task is not None and not said.ws.keepalive_task.done()
+        assert (said.ws.ping_interval, said.ws.ping_timeout) == (0.2, 5.0)
+        pinged = said.ws.protocol.state  # still open after a few pings answered
+        await asyncio.sleep(0.7)
+        assert said.ws.protocol.state is pinged is State.OPEN
+        assert said.ws.latency > 0  # a pong came back
+        await silent.close()
+        await greeted.close()
