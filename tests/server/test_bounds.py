@@ -538,3 +538,38 @@ async def test_a_refused_upgrade_does_not_hold_a_file_while_its_client_stays(
         finally:
             for writer in writers:
                 writer.close()
+
+
+@one_backend
+async def test_healthz_is_answered_behind_a_burst_of_connections(serve: Serve) -> None:
+    """Connections that arrive while the event loop is busy wait in the kernel's accept
+    queue (``--listen-backlog``), not dropped: a ``/healthz`` behind 400 of them is
+    answered once the loop is free again, without waiting for its SYN's retry (1 s). With
+    a queue of 100 it did (issue 24: a wave of connections, /healthz up to 1,550 ms)."""
+    stall_s = 0.3
+    async with serve() as live:
+        port = live.http_port
+
+        def burst_then_probe() -> tuple[float, bytes]:
+            burst = []
+            try:
+                for _ in range(400):
+                    sock = socket.socket()
+                    sock.setblocking(False)
+                    with contextlib.suppress(BlockingIOError):
+                        sock.connect(("127.0.0.1", port))
+                    burst.append(sock)
+                t0 = time.monotonic()
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as probe:
+                    probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                                  b"Connection: close\r\n\r\n")
+                    head = probe.recv(12)
+                return time.monotonic() - t0, head
+            finally:
+                for sock in burst:
+                    sock.close()
+
+        asyncio.get_running_loop().call_soon(time.sleep, stall_s)  # the loop is busy
+        took, head = await asyncio.to_thread(burst_then_probe)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert took < 0.9, f"/healthz took {took:.2f} s: its SYN was dropped and retried"
