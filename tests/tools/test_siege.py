@@ -29,7 +29,7 @@ import engine
 from clients.siege.attacks import ATTACKS
 from server.storage import sqlite_url
 
-# ten attacks, each with a server, canaries and attacker processes of its own: minutes on
+# twelve attacks, each with a server, canaries and attacker processes of its own: minutes on
 # a busy machine, beyond the suite's per-test bound for a hang (pyproject.toml)
 pytestmark = pytest.mark.timeout(900)
 
@@ -37,7 +37,8 @@ SHORT = ["--seconds", "2", "--quiet", "0.5", "--settle", "1",
          "--wrong-passwords", "20", "--login-flooders", "8", "--guest-flooders", "4",
          "--idle", "200", "--fd-connections", "300", "--per-process", "200",
          "--per-address", "20", "--slowloris", "100", "--guests", "40", "--seeks", "5",
-         "--challengers", "8", "--window", "16"]
+         "--challengers", "8", "--window", "16",
+         "--spam-guests", "20", "--askers", "4", "--pages", "2", "--wave", "300"]
 UNTIMED_TARGETS = ("no_canary_disconnect", "healthz", "no_move_lost", "memory")
 
 
@@ -246,6 +247,38 @@ def test_bombs_get_only_documented_answers(short_run: tuple[int, Any]) -> None:
     assert set(a["refused"]) <= {"bad_request", "too_large", "unauthorized", "not_found"}
     assert set(a["closed"]) <= {"1008", "1009"}
     assert a["closed"].get("1009", 0) >= 3  # 20 KiB, 1 MiB, and a 1 TiB header
+
+
+def test_lobby_spam_gets_pages_or_rate_limited(short_run: tuple[int, Any]) -> None:
+    """Every lobby request of the spam was answered with a page of the lobby (a page:
+    small, however many seeks are open) or a documented rate_limited, over the attack's
+    own window, and the verdict says so."""
+    r = short_run[1]["lobby-spam"]
+    a = r["attacker"]
+    assert a["seeks_open"] > 0 and a["guests"] > 0
+    lobby = a["lobby"]
+    assert lobby["accepted"] > 0 and set(lobby["refused"]) <= {"rate_limited"}
+    assert 0 < lobby["largest"] <= 64 * 1024 and lobby["bytes"] >= lobby["largest"]
+    assert not lobby["closed"] and not lobby["failed"]
+    assert r["targets"]["lobby_answered"]["ok"], r["targets"]["lobby_answered"]
+    assert r["targets"]["lobby_page_small"]["ok"], r["targets"]["lobby_page_small"]
+    window = r["targets"]["move_p99_attack_window"]
+    assert window["n"] == r["canaries"]["move"]["attack"]["n"] > 0  # the attack's own
+    assert "healthz_within_500ms" in r["targets"]
+
+
+def test_connection_wave_is_closed_by_the_hello_deadline(short_run: tuple[int, Any]
+                                                          ) -> None:
+    """Every connection of the wave is accounted for, and every one the server admitted
+    it closed with 4408 (its hello deadline), none left open."""
+    r = short_run[1]["connection-wave"]
+    a = r["attacker"]
+    assert a["accepted"] + sum(a["refused"].values()) + sum(a["failed"].values()) == 300
+    assert a["accepted"] > 0 and a["closed"] == {"4408": a["accepted"]}
+    assert 10 <= a["closed_after_s"]["min"] <= a["closed_after_s"]["max"] < 15
+    assert r["targets"]["wave_closed_4408"]["ok"], r["targets"]["wave_closed_4408"]
+    assert r["targets"]["move_p99_attack_window"]["n"] > 0
+    assert r["targets"]["healthz_within_500ms"]["n"] > 0
 
 
 def test_guest_flood_from_one_and_from_many_addresses(short_run: tuple[int, Any]) -> None:
