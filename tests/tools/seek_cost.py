@@ -67,7 +67,7 @@ async def measure(open_seeks: int, rounds: int, workdir: Path) -> None:
                         max_seeks_per_address=open_seeks + rounds + 10,
                         max_seeks=open_seeks + rounds + 10, conn_rate=100_000,
                         conn_burst=100_000, account_rate=100_000, account_burst=100_000,
-                        max_games_per_user=100_000)
+                        max_games_per_user=100_000, address_guests_per_hour=0)
     async with running_server(settings) as running:
         url = f"ws://127.0.0.1:{running.port}/ws"
         conns = await fill(url, open_seeks)
@@ -90,11 +90,15 @@ async def measure(open_seeks: int, rounds: int, workdir: Path) -> None:
         reply = await looker.call(p.LobbySubscribe)
         subscribe_s = time.perf_counter() - started
         assert isinstance(reply, p.Lobby)
+        started = time.perf_counter()
+        await looker.call(p.LobbySubscribe)
+        again_s = time.perf_counter() - started
         size = len(p.encode(reply))
         print(f"{open_seeks:>6} open seeks: seek+cancel (per request) {ms(lone)}; "
               f"seek that pairs {ms(paired) if paired else '-'}; lobby_subscribe "
               f"{subscribe_s * 1000:.1f} ms (connect included), {len(reply.seeks)} shown, "
-              f"more_seeks {reply.more_seeks}, {size} bytes", flush=True)
+              f"more_seeks {reply.more_seeks}, {size} bytes; again {again_s * 1000:.2f} ms "
+              "(the page packed once)", flush=True)
         for conn in [*conns, me, looker]:
             await conn.close()
 
