@@ -6,9 +6,10 @@ order they came: by ``since_ms``, then name), counts those after it and says whe
 next page starts (its cursor, :class:`Position`). A page is read from the topology's
 stores (``server.offers``) the first time it is asked for after a change, packed
 (``protocol.prepare``: every reply to it is those bytes with the request's id put in) and
-kept until the next change: :meth:`Listing.changed`, called for every lobby event this
-process hears (its own and, on a cluster, every other node's: ``Lobby.heard``), when a
-rated game changes its players' ratings (no lobby event says so: the node that ran it
+kept until the next change: :meth:`Listing.changed`, called when this process changes the
+seeks (a seek taken for a game is announced only once the game has started), for every
+lobby event this process hears (its own and, on a cluster, every other node's:
+``Lobby.heard``), when a rated game changes its players' ratings (no lobby event says so: the node that ran it
 tells every node, ``Reach.relist``), and when a node may have missed events (its link to
 Redis came back).
 

@@ -289,7 +289,10 @@ class Lobby:
 
     async def gone(self, user: Online) -> None:
         """A user is offline everywhere: their seeks and challenges are withdrawn."""
-        for seek in await self.seeks.withdraw_all(user.user_id):
+        withdrawn = await self.seeks.withdraw_all(user.user_id)
+        if withdrawn:
+            self.listing.changed()
+        for seek in withdrawn:
             await self.announce(p.SeekRemoved(seek_id=seek.seek_id))
         for challenge in await self.challenges.withdraw_all(user.user_id):
             await self.tell_ended(challenge, "cancelled", None)
@@ -398,12 +401,14 @@ class Lobby:
         passed: set[int] = set()
         while True:
             partner = await self.seeks.open(record, self.seek_caps, passed)
+            self.listing.changed()  # opened, or its partner taken out (announced later)
             if partner is None:
                 return None
             counts = await self.placement.playing_counts([partner.user_id])
             if counts.get(partner.user_id, 0) < cap:
                 return partner
             await self.seeks.restore(partner)
+            self.listing.changed()
             passed.add(partner.user_id)
 
     async def accept_seek(self, me: Member, m: p.AcceptSeek) -> p.ServerMessage:
@@ -418,6 +423,7 @@ class Lobby:
         # both counted in one query; the seek stays open if its owner cannot play
         await self.check_can_play(me, owner)
         seek = await self.seeks.take(m.seek_id, me.user_id)
+        self.listing.changed()  # seek_removed is announced once the game has started
         open_seek = seek.open_seek
         seats = [Online(seek.user_id, open_seek.user.name, open_seek.user.kind), me.online()]
         secrets.SystemRandom().shuffle(seats)
@@ -432,6 +438,7 @@ class Lobby:
 
     async def cancel_seek(self, me: Member, m: p.CancelSeek) -> p.ServerMessage:
         await self.seeks.cancel(m.seek_id, me.user_id)
+        self.listing.changed()
         await self.announce(p.SeekRemoved(seek_id=m.seek_id))
         return p.Ok(id=m.id)
 
