@@ -9,9 +9,9 @@ stores (``server.offers``) the first time it is asked for after a change, packed
 kept until the next change: :meth:`Listing.changed`, called when this process changes the
 seeks (a seek taken for a game is announced only once the game has started), for every
 lobby event this process hears (its own and, on a cluster, every other node's:
-``Lobby.heard``), when a rated game changes its players' ratings (no lobby event says so: the node that ran it
-tells every node, ``Reach.relist``), and when a node may have missed events (its link to
-Redis came back).
+``Lobby.heard``), when a rated game changes its players' ratings (no lobby event says so:
+the node that ran it tells every node, ``Reach.relist``), and when a node may have missed
+events (its link to Redis came back).
 
 Requests that ask for a page while it is being read wait for that one read; a change
 meanwhile makes later requests read it again.
