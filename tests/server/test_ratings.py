@@ -294,3 +294,30 @@ async def test_export_carries_the_rating_changes(server: Live) -> None:
     assert '[Rated "yes"]' in text
     red = over.rating_changes[0]
     assert f'[RedRating "1500 350 0.06 -> {red.rating_after!r}' in text
+
+
+async def test_the_lobby_lists_the_new_ratings_on_every_node(server: Live) -> None:
+    """A page of the lobby is kept until the lobby changes; a rated game's end changes its
+    players' ratings, wherever it ran: every node lists them anew (no lobby event says so:
+    ``Reach.relist``)."""
+    alice, bob = await both_registered(server.clients)
+    watchers = [await server.clients.spectator() for _ in server.nodes]
+    for watcher in watchers:  # a page packed on every node, before the game
+        listed = {u.name: u for u in (await watcher.call(p.LobbySubscribe)).players}
+        assert listed["alice"].ratings is None and listed["bob"].ratings is None
+    game = await rated_game(alice, bob)
+    await game.play()
+    await alice.call(p.Resign, game_id=game.game_id)
+    over = await bob.wait_for(p.GameOver, game_id=game.game_id)
+    assert over.rating_changes is not None
+    after = round(over.rating_changes[1].rating_after)
+    for watcher in watchers:
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:  # the other nodes hear of it through Redis, a moment later
+            listed = {u.name: u for u in (await watcher.call(p.LobbySubscribe)).players}
+            ratings = listed["bob"].ratings
+            if ratings is not None:
+                break
+            assert asyncio.get_running_loop().time() < deadline, "the old ratings still"
+            await asyncio.sleep(0.05)
+        assert [(pool.game, pool.rating) for pool in ratings] == [("hadron", after)]
