@@ -41,7 +41,7 @@ from .lobby import Lobby, Member, Members, Offer
 from .local import LocalTopology
 from .logs import AcceptFailureLog
 from .metrics import Metrics, measure_loop_lag
-from .ratelimit import per_address
+from .ratelimit import BucketTable
 from .rematch import Rematches
 from .revocation import enforce_revocations
 from .rooms import GameRoom
@@ -104,8 +104,10 @@ class App:
         self.account_requests = topology.account_requests
         # the bytes of replies per client address (this process's own: a node sends what
         # its connections ask it for)
-        self.address_egress = per_address(settings.address_egress_rate,
-                                          settings.address_egress_burst)
+        self.address_egress = (
+            BucketTable(settings.address_egress_rate, settings.address_egress_burst)
+            if settings.address_egress_rate > 0 and settings.address_egress_burst >= 1
+            else None)
         self.account_chat = topology.account_chat
         self.revocations = topology.revocations
         self._handing_back = asyncio.Lock()  # one hand-back at a time

@@ -18,12 +18,13 @@ if TYPE_CHECKING:
 
     from .accounts import Accounts
     from .config import Settings
+    from .deadlines import Wheel
     from .games import Games
     from .history import History
     from .ladder import Ladder
     from .lobby import Lobby, Members
     from .metrics import Metrics
-    from .ratelimit import AccountLimits
+    from .ratelimit import AccountLimits, BucketTable
     from .rematch import Rematches
     from .revocation import Revocable
     from .seam import Caller, GameRequest, Placement, Revocations
@@ -83,6 +84,14 @@ class Host(Protocol):
     @property
     def handlers(self) -> Mapping[type, Handler]:
         """The handler of each request type (``server.handlers.HANDLERS``)."""
+
+    @property
+    def deadlines(self) -> Wheel:
+        """The connections' hello and login deadlines."""
+
+    @property
+    def address_egress(self) -> BucketTable | None:
+        """The bytes of replies per client address (None: no limit)."""
 
     @property
     def account_requests(self) -> AccountLimits: ...
