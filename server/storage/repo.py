@@ -42,6 +42,7 @@ from server.ratings.glicko2 import Rating
 from .db import is_sqlite, make_session_factory, make_write_lock, read_engine
 from .errors import Conflict, InvalidCursor, NameTaken
 from .models import (
+    CHALLENGE_POLICIES,
     TOKEN_KINDS,
     USER_KINDS,
     ApiTokenRow,
@@ -54,6 +55,8 @@ from .models import (
 )
 from .rating_reads import RatingReads, of_rows
 from .records import (
+    ChallengePolicy,
+    ChallengeTerms,
     ChatRecord,
     FinishedStatus,
     GameInfo,
@@ -143,6 +146,7 @@ class Store:
             password_hash=password_hash,
             created_at=_now(now),
             failed_logins=0,
+            challenge_policy="everyone",
         )
         try:
             async with self.writing, self.sessions() as session, session.begin():
@@ -156,6 +160,29 @@ class Store:
         async with self.reads() as session:
             row = await session.scalar(select(UserRow).where(UserRow.name_key == name_key(name)))
         return None if row is None else _user(row)
+
+    async def set_challenge_policy(self, user_id: int, policy: ChallengePolicy) -> None:
+        """Store who may challenge a user (``CHALLENGE_POLICIES``)."""
+        if policy not in CHALLENGE_POLICIES:
+            raise ValueError(f"a challenge policy is one of {CHALLENGE_POLICIES}, not {policy!r}")
+        async with self.writing, self.engine.begin() as conn:
+            await conn.execute(
+                update(_USERS).where(_USERS.c.id == user_id).values(challenge_policy=policy))
+
+    async def challenge_terms(self, target_id: int, challenger_id: int) -> ChallengeTerms:
+        """Who may challenge ``target_id``, and whether ``challenger_id`` has a game with
+        them (any stored game, in progress or over): one read. An unknown target takes
+        nobody's."""
+        games = _GAMES.c
+        together = select(games.id).where(or_(
+            and_(games.player0_id == challenger_id, games.player1_id == target_id),
+            and_(games.player0_id == target_id, games.player1_id == challenger_id))).exists()
+        async with self.reader.connect() as conn:
+            row = (await conn.execute(select(_USERS.c.challenge_policy, together)
+                                      .where(_USERS.c.id == target_id))).one_or_none()
+        if row is None:
+            return ChallengeTerms("nobody", acquainted=False)
+        return ChallengeTerms(row[0], acquainted=bool(row[1]))
 
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> None:
         """Replace a stored password hash (a new password, or a rehash with new parameters)."""
@@ -739,6 +766,7 @@ def _user(row: Any) -> User:
         created_at=row.created_at,
         failed_logins=row.failed_logins,
         locked_until=row.locked_until,
+        challenge_policy=row.challenge_policy,
     )
 
 
