@@ -443,6 +443,9 @@ class Lobby:
             raise ProtocolError(f"{m.to} is not online", code=ErrorCode.NOT_FOUND)
         if target.user_id == me.user_id:
             raise ProtocolError("you cannot challenge yourself", code=ErrorCode.BAD_REQUEST)
+        address = address_key(peer)
+        # the caps first: a flooder at its cap costs no read of the database
+        await self.challenges.check_room(me.user_id, address, self.challenge_caps)
         terms = await self.store.challenge_terms(target.user_id, me.user_id)
         check_welcome(terms.policy, me, target.name)
         check_rated(Offer(m.game, dict(m.options), m.clock, bool(m.rated)), me, target)
@@ -453,7 +456,7 @@ class Lobby:
                                        color=m.color, rated=m.rated or None)
         made = Challenge(received, me.user_id, self.node_id, target.user_id,
                          User(name=target.name, kind=target.kind),  # type: ignore[arg-type]
-                         target.nodes[0] if target.nodes else self.node_id, address_key(peer))
+                         target.nodes[0] if target.nodes else self.node_id, address)
         await self.challenges.create(made, self.challenge_caps)
         if not terms.acquainted:
             self._lapse_later(challenge_id, me.user_id)

@@ -294,6 +294,11 @@ class ChallengeStore(Protocol):
         """Record a pending challenge (its id from ``SeekStore.new_id``): ``bad_request``
         to oneself, ``conflict`` over a cap (the challenger's, then its address's)."""
 
+    async def check_room(self, challenger_id: int, address: str, caps: ChallengeCaps
+                         ) -> None:
+        """``conflict`` if the challenger or the address has its cap of pending challenges
+        now: a cheap look before the work a challenge costs (``create`` decides)."""
+
     async def get(self, challenge_id: int) -> Challenge | None:
         """A pending challenge."""
 
@@ -492,6 +497,13 @@ class MemoryChallenges:
         self._out.setdefault(challenge.challenger_id, set()).add(challenge.challenge_id)
         self._in.setdefault(challenge.target_id, set()).add(challenge.challenge_id)
         self._by_address[challenge.address] = self._by_address.get(challenge.address, 0) + 1
+
+    async def check_room(self, challenger_id: int, address: str, caps: ChallengeCaps
+                         ) -> None:
+        if len(self._out.get(challenger_id, ())) >= caps.per_challenger:
+            raise challenges_full("challenger", caps)
+        if self._by_address.get(address, 0) >= caps.per_address:
+            raise challenges_full("address", caps)
 
     async def get(self, challenge_id: int) -> Challenge | None:
         return self._pending.get(challenge_id)

@@ -636,9 +636,10 @@ async def registered(port: int, account: tuple[str, str, str]) -> Connection:
 
 async def inbox_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """Many guests, each from an address of its own, challenge one registered player as
-    fast as the server lets them, while a registered friend challenges the same player
-    again and again (each challenge withdrawn once it has arrived). Halfway through, the
-    player lets only registered players challenge them. The friend's figures are what the
+    fast as the server lets them (the player declines them as they come), while a
+    registered friend challenges the same player again and again (each challenge withdrawn
+    once it has arrived). Halfway through, the player lets only registered players
+    challenge them. The friend's figures are what the
     server answered: each challenge created (``challenge_created``) and received by the
     player (``challenge_received`` with its id), or refused (by code)."""
     start = time.monotonic()
@@ -650,11 +651,16 @@ async def inbox_flood(port: int, params: dict[str, Any], tally: Tally, ready: Re
     choice = {"now": "everyone"}
 
     async def inbox() -> None:
-        with contextlib.suppress(Disconnected):
+        """The player notes each challenge as it comes and declines the guests' (a decline
+        is free), without waiting for the replies."""
+        with contextlib.suppress(Disconnected, ConnectionClosed):
             while True:
                 event = await target.next_event()
                 if isinstance(event, p.ChallengeReceived):
                     arrived[event.challenge_id] = time.monotonic()
+                    if event.from_.kind == "guest":
+                        await target.send(p.DeclineChallenge(
+                            id=target.pending.next_id(), challenge_id=event.challenge_id))
 
     reader = asyncio.create_task(inbox())
     conns = await guests(port, params["clients"], tally, deadline)

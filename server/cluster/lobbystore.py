@@ -324,6 +324,18 @@ class RedisChallenges:
         if outcome != "created":
             raise challenges_full(outcome, caps)
 
+    async def check_room(self, challenger_id: int, address: str, caps: ChallengeCaps
+                         ) -> None:
+        k = self.keys
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.scard(k.challenges_out(challenger_id))
+            pipe.hget(k.challenges_per_address, address)
+            sent, from_address = await pipe.execute()
+        if int(sent) >= caps.per_challenger:
+            raise challenges_full("challenger", caps)
+        if int(from_address or 0) >= caps.per_address:
+            raise challenges_full("address", caps)
+
     async def get(self, challenge_id: int) -> Challenge | None:
         record: bytes | None = await self.redis.hget(  # type: ignore[assignment]
             self.keys.challenges, str(challenge_id))

@@ -22,9 +22,11 @@ from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    Integer,
     Select,
     Table,
     and_,
+    bindparam,
     delete,
     func,
     insert,
@@ -81,6 +83,21 @@ TOKEN_TOUCH_INTERVAL = timedelta(minutes=10)  # last_used_at is this coarse, to 
 _USERS = cast(Table, UserRow.__table__)
 _TOKENS = cast(Table, ApiTokenRow.__table__)
 _GAMES = cast(Table, GameRow.__table__)
+
+
+def _challenge_terms() -> Select[Any]:
+    """A target's challenge policy and whether a game of the two exists: built once (a
+    challenge runs it, and a flood runs many)."""
+    games = _GAMES.c
+    target = bindparam("target", type_=Integer)
+    challenger = bindparam("challenger", type_=Integer)
+    together = select(games.id).where(or_(
+        and_(games.player0_id == challenger, games.player1_id == target),
+        and_(games.player0_id == target, games.player1_id == challenger))).exists()
+    return select(_USERS.c.challenge_policy, together).where(_USERS.c.id == target)
+
+
+_CHALLENGE_TERMS = _challenge_terms()
 
 
 def name_key(name: str) -> str:
@@ -173,13 +190,10 @@ class Store:
         """Who may challenge ``target_id``, and whether ``challenger_id`` has a game with
         them (any stored game, in progress or over): one read. An unknown target takes
         nobody's."""
-        games = _GAMES.c
-        together = select(games.id).where(or_(
-            and_(games.player0_id == challenger_id, games.player1_id == target_id),
-            and_(games.player0_id == target_id, games.player1_id == challenger_id))).exists()
         async with self.reader.connect() as conn:
-            row = (await conn.execute(select(_USERS.c.challenge_policy, together)
-                                      .where(_USERS.c.id == target_id))).one_or_none()
+            row = (await conn.execute(_CHALLENGE_TERMS, {"target": target_id,
+                                                         "challenger": challenger_id})
+                   ).one_or_none()
         if row is None:
             return ChallengeTerms("nobody", acquainted=False)
         return ChallengeTerms(row[0], acquainted=bool(row[1]))

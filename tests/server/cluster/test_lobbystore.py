@@ -213,9 +213,15 @@ async def test_pending_challenges_are_bounded_per_challenger_and_per_address(
     await challenge(1, 8, "10.0.0.1")
     with pytest.raises(ProtocolError, match="at most 2 pending challenges:"):
         await challenge(1, 7, "10.0.0.9")
+    await challenges.check_room(1, "10.0.0.9", ChallengeCaps(per_challenger=3))
+    with pytest.raises(ProtocolError, match="at most 2 pending challenges:"):
+        await challenges.check_room(1, "10.0.0.9", caps)  # the same look, before the work
     await challenge(2, 9, "10.0.0.1")  # the address's third
     with pytest.raises(ProtocolError, match="at most 3 pending challenges from one address"):
         await challenge(3, 9, "10.0.0.1")
+    with pytest.raises(ProtocolError, match="from one address"):
+        await challenges.check_room(3, "10.0.0.1", caps)
+    await challenges.check_room(3, "10.0.0.2", caps)
     for k in range(30, 50):  # twenty more for user 9, from elsewhere: no cap of its own
         await challenge(k, 9, f"10.0.1.{k}")
     assert await challenges.get(one.challenge_id) == one
