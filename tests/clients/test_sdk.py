@@ -655,6 +655,7 @@ async def test_a_bot_chooses_who_may_challenge_it(server_proc: ServerProcess) ->
                 except ServerError as e:
                     assert e.code == p.ErrorCode.FORBIDDEN, e
                     return True
+                assert isinstance(created, p.ChallengeCreated)
                 await guest.call(p.CancelChallenge, challenge_id=created.challenge_id)
                 return False
 
