@@ -17,9 +17,11 @@ Hierarchy::
      ├── BadRequest                  bad_request
      │    ├── MalformedFrame         not one msgpack map: bad bytes, text frame, extension
      │    │                          type, non-string or duplicate key, nesting too deep
-     │    └── InvalidMessage         a map, but not a valid message: unknown "t", missing,
-     │                               unknown, mistyped or out-of-range field (a ValueError
-     │                               too: building a message with bad values raises it)
+     │    ├── InvalidMessage         a map, but not a valid message: unknown "t", missing,
+     │    │                          unknown, mistyped or out-of-range field (a ValueError
+     │    │                          too: building a message with bad values raises it)
+     │    └── BadHello               the first frame claims to be ``hello`` but is not a
+     │                               valid one (close the connection at once, 4400)
      ├── FrameTooLarge               too_large
      └── UnsupportedVersion          unsupported_version (close the connection, 1008)
 """
@@ -30,12 +32,14 @@ import enum
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "CLOSE_BAD_HELLO",
     "CLOSE_GOING_AWAY",
     "CLOSE_INTERNAL_ERROR",
     "CLOSE_NORMAL",
     "CLOSE_POLICY_VIOLATION",
     "CLOSE_TOO_BIG",
     "CLOSE_TOO_SLOW_TO_START",
+    "BadHello",
     "BadRequest",
     "ErrorCode",
     "FrameTooLarge",
@@ -81,6 +85,9 @@ CLOSE_TOO_BIG = 1009
 """A frame exceeded what the WebSocket layer accepts."""
 CLOSE_INTERNAL_ERROR = 1011
 """The server failed; reconnect and resume."""
+CLOSE_BAD_HELLO = 4400
+"""The connection's ``hello`` was not valid (after the ``bad_request`` saying why): a
+connection cannot go on without one, so it is closed at once. Fix the client."""
 CLOSE_TOO_SLOW_TO_START = 4408
 """No ``hello`` within the server's hello deadline, or no login within its authentication
 deadline (by a connection that watches nothing): connect when you are ready to talk."""
@@ -135,6 +142,15 @@ class BadRequest(ProtocolError):
     """The frame or request is not acceptable as sent (``bad_request``)."""
 
     code = ErrorCode.BAD_REQUEST
+
+
+class BadHello(BadRequest):
+    """A connection's first request claims to be ``hello`` and is not a valid one (its
+    ``version`` not an int, its ``client`` with control characters, a field missing or
+    unknown): ``bad_request``, and the connection is closed with 4400, since nothing can
+    follow a hello that failed."""
+
+    close_code = CLOSE_BAD_HELLO
 
 
 class MalformedFrame(BadRequest):

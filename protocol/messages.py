@@ -42,6 +42,7 @@ from protocol.values import (
     Cells,
     ChallengeEnd,
     ChallengeId,
+    ChallengePolicy,
     ClocksMs,
     Color,
     Cursor,
@@ -160,6 +161,7 @@ __all__ = [
     "SeekRemoved",
     "SeekTaken",
     "ServerMessage",
+    "SetChallengePolicy",
     "Unwatch",
     "Watch",
     "Welcome",
@@ -400,6 +402,19 @@ class CancelChallenge(Message):
     REPLIES = ("ok",)
     id: RequestId
     challenge_id: ChallengeId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetChallengePolicy(Message):
+    """Choose who may challenge you from now on: ``everyone`` (the default), registered
+    players only (no guests), or ``nobody``. Stored with the account (``authed`` tells
+    it); challenges pending already stay."""
+
+    TAG = "set_challenge_policy"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    id: RequestId
+    policy: ChallengePolicy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -696,6 +711,7 @@ ClientMessage = (
     | AcceptChallenge
     | DeclineChallenge
     | CancelChallenge
+    | SetChallengePolicy
     | Move
     | Resign
     | Abort
@@ -745,6 +761,8 @@ class Authed(Message):
     user: User
     session_token: Token
     active_games: Annotated[Sequence[GameId], Items(0, 1000)]
+    challenge_policy: ChallengePolicy | None = None
+    """Who may challenge you (``set_challenge_policy``); absent: everyone."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.codec import Prepared, decode_client, encode, encode_trusted
-from protocol.errors import BadRequest, ErrorCode, ProtocolError
+from protocol.codec import Prepared, decode_client, encode, encode_trusted, peek_type
+from protocol.errors import BadHello, BadRequest, ErrorCode, ProtocolError
 from protocol.limits import MAX_CLIENT_FRAME_BYTES
 from protocol.messages import (
     CLIENT_MESSAGES,
@@ -78,7 +78,8 @@ class ServerSession:
     """One server connection's protocol state: frames in, messages out, phase kept.
 
     ``receive(frame)`` returns the request to act on or raises ProtocolError (answer it
-    with ``exc.to_reply()``; close if ``exc.close_code``). ``send(message)`` returns the
+    with ``exc.to_reply()``; close if ``exc.close_code``: a ``hello`` that is not valid,
+    before the connection is greeted, is :class:`BadHello`). ``send(message)`` returns the
     frame to write and moves the phase when it is the success reply of a login, hello or
     logout.
     """
@@ -89,7 +90,12 @@ class ServerSession:
         self._moving: dict[int, type[Message]] = {}
 
     def receive(self, data: bytes | bytearray | memoryview) -> ClientMessage:
-        request = decode_client(data, max_bytes=self.max_frame_bytes)
+        try:
+            request = decode_client(data, max_bytes=self.max_frame_bytes)
+        except BadRequest as exc:
+            if self.phase is Phase.CONNECTED and peek_type(data) == Hello.TAG:
+                raise BadHello(exc.message, request_id=exc.request_id) from exc
+            raise
         check_phase(self.phase, request)
         if (self.phase, type(request)) in TRANSITIONS:
             self._moving[request.id] = type(request)

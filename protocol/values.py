@@ -94,6 +94,8 @@ StatusFilter = Literal["playing", "over"]
 EndReason = Literal["normal", "resign", "timeout", "abandon", "abort"]
 Color = Literal["random", 0, 1]
 ChallengeEnd = Literal["accepted", "declined", "cancelled"]
+ChallengePolicy = Literal["everyone", "registered", "nobody"]
+"""Who may challenge a player: anyone, registered players (not guests), or nobody."""
 ResultFilter = Literal["win", "loss"]
 Flag = Literal[True, False]
 """A bool on the wire."""

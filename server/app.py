@@ -85,7 +85,8 @@ class App:
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
                            self.placement, on_rated=self._rated)
         self.lobby = Lobby(settings, self.members, topology, self.games, self.store,
-                           metrics.snapshots_packed.labels(what="lobby").inc)
+                           metrics.snapshots_packed.labels(what="lobby").inc,
+                           spawn=self.tasks.spawn)
         self.history = History(self.store, settings.rating_period_s)
         self.rematches = Rematches(self.games, self.lobby, topology.rematches)
         self.ladder = Ladder(topology.roster, self._start_ladder_game, self._online_ids,

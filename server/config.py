@@ -300,12 +300,17 @@ class Settings:
                               "at most, the oldest first; lobby_page asks for the next "
                               f"ones, 1 to {MAX_LOBBY_PAGE:,} (default: %(default)s)",
                               metavar="N", group="limits")
-    max_challenges_per_target: int = setting(50, "--max-challenges-per-target", "pending "
-                                             "challenges to one user (default: %(default)s)",
-                                             metavar="N", group="limits")
     max_challenges_per_challenger: int = setting(
         10, "--max-challenges-per-challenger", "pending challenges from one user (default: "
         "%(default)s)", metavar="N", group="limits")
+    max_challenges_per_address: int = setting(
+        50, "--max-challenges-per-address", "pending challenges from one IP address "
+        "(default: %(default)s); there is no cap per target, which a flood would fill",
+        metavar="N", group="limits")
+    stranger_challenge_s: float = setting(
+        120.0, "--stranger-challenge-lifetime", "seconds a challenge from a stranger (who has "
+        "no game with the player) waits for an answer before it lapses (default: "
+        "%(default)s)", metavar="S", group="limits")
     max_games_per_user: int = setting(100, "--max-games-per-user", "games in progress per "
                                       "account; more are refused (default: %(default)s)",
                                       metavar="N", group="limits")

@@ -11,10 +11,14 @@ more: same game, same options, same time control, both rated or both casual, and
 player's rating in the game's pool within the other's range (a player without a rating
 counts as 1500). Seeks and challenges are offers, not games: a restart (of a lone server)
 withdraws them. Everything a stranger can add is bounded: open seeks per account, per
-address and in all; pending challenges per challenger and per target; and a ``lobby``
-reply lists a page of seeks and players (``server.listing``, packed once per change and
-the same bytes sent to everyone who asks), with a count of the rest and a cursor to the
-next page.
+address and in all; pending challenges per challenger and per address (not per target: a
+flood would fill that, and a legitimate challenger be refused); and a ``lobby`` reply
+lists a page of seeks and players (``server.listing``, packed once per change and the same
+bytes sent to everyone who asks), with a count of the rest and a cursor to the next page.
+
+A player chooses who may challenge them (everyone, registered players, nobody), stored
+with their account and read with each challenge to them; a challenge from a stranger (who
+has no stored game with them) lapses after ``stranger_challenge_s`` unanswered.
 
 Events go before replies: whoever starts a game by a request gets ``game_started`` (and
 ``seek_taken`` for a seek of theirs) before the request's reply; a player whose
@@ -23,10 +27,12 @@ connections are on another node gets them through that node, in the same order.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -53,6 +59,7 @@ DEFAULT_PERIOD_S = 86_400.0
 log = logging.getLogger(__name__)
 
 AfterStart = Callable[[GameRoom], list[bytes]]  # a player's frames after game_started
+Spawn = Callable[[Coroutine[Any, Any, Any]], object]  # background work the server owns
 
 
 @dataclass(eq=False, slots=True)
@@ -212,6 +219,17 @@ def _check_may_take(seek: Seek, taker: Member) -> None:
                             code=ErrorCode.FORBIDDEN)
 
 
+def check_welcome(policy: str, challenger: Member, target: str) -> None:
+    """``forbidden`` for a challenge the target's choice (``set_challenge_policy``) keeps
+    out: a guest's when they take registered players' only, anyone's when nobody's."""
+    if policy == "nobody":
+        raise ProtocolError(f"{target} takes challenges from nobody",
+                            code=ErrorCode.FORBIDDEN)
+    if policy == "registered" and challenger.kind == "guest":
+        raise ProtocolError(f"{target} takes challenges from registered players only: log "
+                            "in to challenge them", code=ErrorCode.FORBIDDEN)
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -221,7 +239,8 @@ class Lobby:
 
     def __init__(self, settings: Settings, members: Members, topology: Topology,
                  games: Games, store: Store,
-                 on_pack: Callable[[], None] | None = None) -> None:
+                 on_pack: Callable[[], None] | None = None, spawn: Spawn | None = None
+                 ) -> None:
         self.settings = settings
         self.members = members
         self.node_id = topology.node_id
@@ -235,7 +254,9 @@ class Lobby:
         self.seek_caps = SeekCaps(settings.max_open_seeks, settings.max_seeks_per_address,
                                   settings.max_seeks)
         self.challenge_caps = ChallengeCaps(settings.max_challenges_per_challenger,
-                                            settings.max_challenges_per_target)
+                                            settings.max_challenges_per_address)
+        self.spawn = spawn
+        self.lapsing: dict[int, asyncio.TimerHandle] = {}  # strangers' challenges made here
         # told of a user now offline everywhere (rematch offers lapse, the ladder)
         self.on_offline: list[Callable[[int], Any]] = []
         self.listing = Listing(self.seeks, self.presence, store.ratings.of_users,
@@ -443,25 +464,63 @@ class Lobby:
         return p.Ok(id=m.id)
 
     # -- challenges ----------------------------------------------------------------------
-    async def challenge(self, me: Member, m: p.Challenge) -> p.ServerMessage:
+    async def challenge(self, me: Member, m: p.Challenge, peer: str = "?") -> p.ServerMessage:
+        """``forbidden`` if the target takes no challenge from ``me`` (their choice, stored
+        with their account); ``conflict`` over a cap of ``me`` or of its address."""
         me = await self.fresh(me)
         target = await self.find(m.to)
         if target is None:
             raise ProtocolError(f"{m.to} is not online", code=ErrorCode.NOT_FOUND)
         if target.user_id == me.user_id:
             raise ProtocolError("you cannot challenge yourself", code=ErrorCode.BAD_REQUEST)
+        address = address_key(peer)
+        # the caps first: a flooder at its cap costs no read of the database
+        await self.challenges.check_room(me.user_id, address, self.challenge_caps)
+        terms = await self.store.challenge_terms(target.user_id, me.user_id)
+        check_welcome(terms.policy, me, target.name)
         check_rated(Offer(m.game, dict(m.options), m.clock, bool(m.rated)), me, target)
         await self.check_can_play(me, target)
         challenge_id = await self.seeks.new_id()
         received = p.ChallengeReceived(challenge_id=challenge_id, from_=me.wire_in(m.game),
                                        game=m.game, options=dict(m.options), clock=m.clock,
                                        color=m.color, rated=m.rated or None)
-        await self.challenges.create(Challenge(
-            received, me.user_id, self.node_id, target.user_id,
-            User(name=target.name, kind=target.kind),  # type: ignore[arg-type]
-            target.nodes[0] if target.nodes else self.node_id), self.challenge_caps)
+        made = Challenge(received, me.user_id, self.node_id, target.user_id,
+                         User(name=target.name, kind=target.kind),  # type: ignore[arg-type]
+                         target.nodes[0] if target.nodes else self.node_id, address)
+        await self.challenges.create(made, self.challenge_caps)
+        if not terms.acquainted:
+            self._lapse_later(challenge_id, me.user_id)
         await self.to_user(target.user_id, target.nodes, [event_frame(received)])
         return p.ChallengeCreated(id=m.id, challenge_id=challenge_id)
+
+    def _lapse_later(self, challenge_id: int, challenger_id: int) -> None:
+        """A stranger's challenge is withdrawn ``stranger_challenge_s`` from now if it is
+        still pending then (both told: ``cancelled``, saying it expired)."""
+        if self.spawn is None:
+            return
+        spawn = self.spawn
+
+        def due() -> None:
+            self.lapsing.pop(challenge_id, None)
+            with contextlib.suppress(RuntimeError):  # the server is stopping
+                spawn(self._lapse(challenge_id, challenger_id))
+
+        self.lapsing[challenge_id] = asyncio.get_running_loop().call_later(
+            self.settings.stranger_challenge_s, due)
+
+    async def _lapse(self, challenge_id: int, challenger_id: int) -> None:
+        try:
+            entry = await self.challenges.withdraw(challenge_id, challenger_id)
+        except ProtocolError:
+            return  # answered or withdrawn meanwhile, on any node
+        await self.tell_ended(entry, "cancelled", f"expired: a challenge from a player with "
+                              f"no game with {entry.target.name} waits "
+                              f"{self.settings.stranger_challenge_s:g} s for an answer")
+
+    def _forget_lapse(self, challenge_id: int) -> None:
+        timer = self.lapsing.pop(challenge_id, None)
+        if timer is not None:
+            timer.cancel()
 
     async def accept_challenge(self, me: Member, m: p.AcceptChallenge) -> p.ServerMessage:
         """``game_started``, ``challenge_ended`` (accepted), then ok."""
@@ -474,6 +533,7 @@ class Lobby:
         challenger = Online(entry.challenger_id, received.from_.name, received.from_.kind)
         await self.check_can_play(me, challenger)  # refused: it stays pending
         entry = await self.challenges.answer(m.challenge_id, me.user_id)
+        self._forget_lapse(m.challenge_id)
         seats = [challenger, me.online()]
         if received.color == "random":
             secrets.SystemRandom().shuffle(seats)
@@ -502,6 +562,7 @@ class Lobby:
         return p.Ok(id=m.id)
 
     async def tell_ended(self, entry: Challenge, reason: str, message: str | None) -> None:
+        self._forget_lapse(entry.challenge_id)
         frame = event_frame(p.ChallengeEnded(challenge_id=entry.challenge_id,
                                              reason=reason,  # type: ignore[arg-type]
                                              message=message))

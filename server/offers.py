@@ -132,7 +132,8 @@ class Seek:
 
 @dataclass(frozen=True, slots=True)
 class Challenge:
-    """A pending challenge: ``received`` is the event its target gets."""
+    """A pending challenge: ``received`` is the event its target gets; ``address``: the
+    address of the connection that sent it (a cap counts them)."""
 
     received: p.ChallengeReceived
     challenger_id: int
@@ -140,6 +141,7 @@ class Challenge:
     target_id: int
     target: p.User
     target_node: str
+    address: str = "?"
 
     @property
     def challenge_id(self) -> int:
@@ -147,16 +149,17 @@ class Challenge:
 
     def pack(self) -> bytes:
         return _pack([p.encode(self.received), self.challenger_id, self.challenger_node,
-                      self.target_id, self.target.name, self.target.kind, self.target_node])
+                      self.target_id, self.target.name, self.target.kind, self.target_node,
+                      self.address])
 
     @classmethod
     def unpack(cls, data: bytes) -> Challenge:
-        frame, challenger_id, challenger_node, target_id, name, kind, target_node = (
+        frame, challenger_id, challenger_node, target_id, name, kind, target_node, *rest = (
             msgpack.unpackb(data))
         received = p.decode_server(frame)
         assert isinstance(received, p.ChallengeReceived)
         return cls(received, challenger_id, challenger_node, target_id,
-                   p.User(name=name, kind=kind), target_node)
+                   p.User(name=name, kind=kind), target_node, *rest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,10 +173,13 @@ class SeekCaps:
 
 @dataclass(frozen=True, slots=True)
 class ChallengeCaps:
-    """Pending challenges at most: sent by one user, and waiting for one target."""
+    """Pending challenges at most: sent by one user, and sent from one address. There is
+    no cap per target: one shared by every challenger would be the flooder's to fill, and
+    a legitimate challenger refused (what the challenges one user can be sent cost is
+    bounded by the users and addresses that send them)."""
 
     per_challenger: int = 10
-    per_target: int = 50
+    per_address: int = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,13 +215,13 @@ def seeks_full(outcome: str, caps: SeekCaps) -> ProtocolError:
                           "try again later")
 
 
-def challenges_full(outcome: str, caps: ChallengeCaps, target: str) -> ProtocolError:
-    """A challenge refused over a cap (``challenger`` or ``target``)."""
+def challenges_full(outcome: str, caps: ChallengeCaps) -> ProtocolError:
+    """A challenge refused over a cap (``challenger`` or ``address``)."""
     if outcome == "challenger":
         return refuse("full", f"at most {caps.per_challenger} pending challenges: wait for "
                               "an answer or cancel one")
-    return refuse("full", f"{target} has {caps.per_target} challenges waiting already: "
-                          "try again later")
+    return refuse("full", f"at most {caps.per_address} pending challenges from one "
+                          "address: wait for answers or cancel some")
 
 
 def not_yourself() -> ProtocolError:
@@ -288,7 +294,12 @@ class SeekStore(Protocol):
 class ChallengeStore(Protocol):
     async def create(self, challenge: Challenge, caps: ChallengeCaps) -> None:
         """Record a pending challenge (its id from ``SeekStore.new_id``): ``bad_request``
-        to oneself, ``conflict`` over a cap (the challenger's, then the target's)."""
+        to oneself, ``conflict`` over a cap (the challenger's, then its address's)."""
+
+    async def check_room(self, challenger_id: int, address: str, caps: ChallengeCaps
+                         ) -> None:
+        """``conflict`` if the challenger or the address has its cap of pending challenges
+        now: a cheap look before the work a challenge costs (``create`` decides)."""
 
     async def get(self, challenge_id: int) -> Challenge | None:
         """A pending challenge."""
@@ -478,17 +489,26 @@ class MemoryChallenges:
         self._pending: dict[int, Challenge] = {}
         self._out: dict[int, set[int]] = {}
         self._in: dict[int, set[int]] = {}
+        self._by_address: dict[str, int] = {}  # non-zero counts only
 
     async def create(self, challenge: Challenge, caps: ChallengeCaps) -> None:
         if challenge.challenger_id == challenge.target_id:
             raise not_yourself()
         if len(self._out.get(challenge.challenger_id, ())) >= caps.per_challenger:
-            raise challenges_full("challenger", caps, challenge.target.name)
-        if len(self._in.get(challenge.target_id, ())) >= caps.per_target:
-            raise challenges_full("target", caps, challenge.target.name)
+            raise challenges_full("challenger", caps)
+        if self._by_address.get(challenge.address, 0) >= caps.per_address:
+            raise challenges_full("address", caps)
         self._pending[challenge.challenge_id] = challenge
         self._out.setdefault(challenge.challenger_id, set()).add(challenge.challenge_id)
         self._in.setdefault(challenge.target_id, set()).add(challenge.challenge_id)
+        self._by_address[challenge.address] = self._by_address.get(challenge.address, 0) + 1
+
+    async def check_room(self, challenger_id: int, address: str, caps: ChallengeCaps
+                         ) -> None:
+        if len(self._out.get(challenger_id, ())) >= caps.per_challenger:
+            raise challenges_full("challenger", caps)
+        if self._by_address.get(address, 0) >= caps.per_address:
+            raise challenges_full("address", caps)
 
     async def get(self, challenge_id: int) -> Challenge | None:
         return self._pending.get(challenge_id)
@@ -501,6 +521,11 @@ class MemoryChallenges:
             ids.discard(challenge.challenge_id)
             if not ids:
                 del table[user_id]
+        left = self._by_address[challenge.address] - 1
+        if left:
+            self._by_address[challenge.address] = left
+        else:
+            del self._by_address[challenge.address]
         return challenge
 
     async def answer(self, challenge_id: int, target_id: int) -> Challenge:
@@ -525,6 +550,7 @@ class MemoryChallenges:
         self._pending = dict(self._pending)
         self._out = dict(self._out)
         self._in = dict(self._in)
+        self._by_address = dict(self._by_address)
 
 
 class MemoryRematches:

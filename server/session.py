@@ -58,6 +58,11 @@ FLUSH_TIMEOUT_S = 5.0  # how long a closing connection may take to send what is 
 MAX_HELD = 16  # requests read on past a slow one, waiting their turn (then none are read)
 
 
+def close_reason(text: str) -> str:
+    """``text`` cut to fit a close frame's reason (at most 123 bytes of UTF-8)."""
+    return text.encode()[:120].decode(errors="ignore")
+
+
 class Session:
     """The server side of one connection."""
 
@@ -251,8 +256,12 @@ class Session:
             await self.spend()
             self.bad_frames += 1
             self.reply_error(exc)
-            if exc.close_code is not None:
-                self.close(exc.close_code, exc.message[:100])
+            if exc.close_code is not None and self.proto.phase is p.Phase.CONNECTED:
+                # a bad or unsupported hello: the error, the close frame, the end (no
+                # waiting for the peer's close, as for a missed deadline)
+                self.close_at_once(exc.close_code, close_reason(exc.message))
+            elif exc.close_code is not None:
+                self.close(exc.close_code, close_reason(exc.message))
             elif self.bad_frames > MAX_BAD_FRAMES:
                 self.close(p.CLOSE_POLICY_VIOLATION, "too many bad frames")
             return
@@ -287,7 +296,7 @@ class Session:
         except p.ProtocolError as exc:
             self.reply_error(exc, request.id)
             if exc.close_code is not None:
-                self.close(exc.close_code, exc.message[:100])
+                self.close(exc.close_code, close_reason(exc.message))
             elif exc.code == p.ErrorCode.RATE_LIMITED and exc.retry_after_ms:
                 # refused by a limit of the address or the password queue: the same pause,
                 # with nothing read meanwhile (a slow login may have made it read on)

@@ -28,6 +28,11 @@ from clients.play.local_bots import LocalBots
 from clients.terminal import Terminal
 
 RESIGN_TIMEOUT_S = 5.0
+CHALLENGE_POLICIES = {  # set_challenge_policy's choices, as the client says them
+    "everyone": "anyone may challenge you",
+    "registered": "registered players may challenge you, guests may not",
+    "nobody": "nobody may challenge you",
+}
 
 
 class PlayClient:
@@ -40,6 +45,7 @@ class PlayClient:
         self.color = color
         self.user: p.User | None = None
         self.token: str | None = None
+        self.challenge_policy: str = "everyone"  # who may challenge us, as authed said
         # the next page of the last list ('games', 'history', 'seeks', 'who'), for "more"
         self.next_page: Callable[[], Awaitable[None]] | None = None
         self.quitting = False
@@ -127,6 +133,7 @@ class PlayClient:
             else:
                 assert isinstance(authed, p.Authed)
                 self.user = authed.user
+                self.challenge_policy = authed.challenge_policy or "everyone"
                 ids = sorted({*authed.active_games, *ids})
         resumed = [gid for gid in ids if await self.games.try_resume(gid, 0)]
         if self.lobby.subscribed:
@@ -208,8 +215,12 @@ class PlayClient:
         reply = await self.call(kind, **fields)
         assert isinstance(reply, p.Authed)
         self.user, self.token = reply.user, reply.session_token
+        self.challenge_policy = reply.challenge_policy or "everyone"
         self.login_refused = False
         self.say(f"Logged in as {reply.user.name} ({reply.user.kind}).")
+        if self.challenge_policy != "everyone":
+            self.say(f"Challenges: {CHALLENGE_POLICIES[self.challenge_policy]} "
+                     "('challenges' changes it).")
         for game_id in reply.active_games:
             await self.games.resume(game_id)
         await self.lobby.subscribe()

@@ -1,5 +1,6 @@
 """Commands of the lobby: ``seeks``, ``who`` (a page at a time: ``more``), ``seek``,
-``challenge``, ``bot`` (a bundled bot started here), ``accept``, ``decline``, ``cancel``."""
+``challenge``, ``bot`` (a bundled bot started here), ``accept``, ``decline``, ``cancel``,
+``challenges`` (who may challenge you)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from clients import render
 from clients.bots import BOTS
 from clients.local_bot import LocalBotError
 from clients.offers import OfferError, parse_offer
+from clients.play.client import CHALLENGE_POLICIES
 from clients.play.commands import COMMANDS, UsageError, command, number_arg
 
 if TYPE_CHECKING:
@@ -224,3 +226,19 @@ async def cancel(client: PlayClient, args: str) -> None:
         await client.call(p.CancelChallenge, challenge_id=challenge_id)
     if not seek_ids and not challenge_ids:
         client.say("You have no open seeks or challenges.")
+
+
+@command("challenges", "challenges [everyone|registered|nobody]",
+         "who may challenge you: shown, or chosen (kept with your account; registered: "
+         "no guests)")
+async def challenges(client: PlayClient, args: str) -> None:
+    word = args.strip().lower()
+    if not word:
+        client.say(f"Challenges: {CHALLENGE_POLICIES[client.challenge_policy]}. Choose with "
+                   "'challenges everyone', 'challenges registered' or 'challenges nobody'.")
+        return
+    if word not in CHALLENGE_POLICIES:
+        raise UsageError("usage: " + COMMANDS["challenges"].usage)
+    await client.call(p.SetChallengePolicy, policy=word)
+    client.challenge_policy = word
+    client.say(f"Challenges: {CHALLENGE_POLICIES[word]}.")

@@ -6,8 +6,8 @@ a game slot is free; otherwise it is declined, with the reason as the decline's 
 have a budget of their own (:class:`~clients.sdk.requests.Requests`; free at the server):
 a challenge that cannot be declined within it right away is deferred, and declined, oldest
 first, as the budget allows, unless it ends first. The deferred are few: the server caps
-the challenges pending for one user (50 by default), and refuses more until the bot has
-answered; beyond ``DEFERRED_KEPT`` the oldest are dropped unanswered. Both are counted in
+the challenges pending from one challenger and from one address, and a stranger's lapses
+unanswered; beyond ``DEFERRED_KEPT`` the oldest are dropped unanswered. Both are counted in
 the log once in a while. Nothing deferred outlives the connection or holds up a stop. An
 accepted challenge holds its slot until its game starts.
 """

@@ -37,7 +37,7 @@ from typing import Any
 from clients.address import add_server_argument, chosen_server
 from clients.bots import BOTS, Bot, make_bot
 
-from .policy import DEFAULT_TIME_CONTROLS, RATED_CHOICES, Policy, names
+from .policy import CHALLENGERS_CHOICES, DEFAULT_TIME_CONTROLS, RATED_CHOICES, Policy, names
 from .runner import BotRunner, BotSource, FatalError
 from .specs import parse_game_rules, parse_seek
 
@@ -70,6 +70,11 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     pol.add_argument("--accept-from", default="any", metavar="WHO",
                      help="whose challenges to accept: any, none, or names "
                           "separated by commas (default: any)")
+    pol.add_argument("--challengers", choices=CHALLENGERS_CHOICES, default=None,
+                     help="who the server lets challenge the bot at all: everyone, "
+                          "registered (no guests) or nobody; kept with the account (default: "
+                          "as the account has it, everyone unless changed); a challenge it "
+                          "keeps out is refused by the server and costs the bot nothing")
     pol.add_argument("--rated", choices=RATED_CHOICES, default="any",
                      help="challenges to accept by their rated flag: any (default), rated "
                           "only, or casual only")
@@ -107,7 +112,7 @@ def policy_from_args(args: argparse.Namespace) -> Policy:
     return Policy(games=parse_game_rules(args.games), time_controls=kinds,
                   min_think_s=args.min_think, max_games=args.max_games,
                   accept_from=accept_from, seeks=tuple(parse_seek(s) for s in args.seek),
-                  rated=args.rated, rematches=args.rematch,
+                  rated=args.rated, rematches=args.rematch, challengers=args.challengers,
                   ladder=tuple(g.strip() for g in args.ladder.split(",") if g.strip()))
 
 

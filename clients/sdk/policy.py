@@ -23,6 +23,7 @@ import protocol as p
 from .specs import GameRules, SeekSpec, budget_for, format_game_rules
 
 RATED_CHOICES = ("any", "rated", "casual")
+CHALLENGERS_CHOICES = ("everyone", "registered", "nobody")  # set_challenge_policy's
 DEFAULT_TIME_CONTROLS = frozenset({"fischer", "per_move", "unlimited"})
 """Real-time play: correspondence games (days per move) are declined unless allowed."""
 
@@ -46,6 +47,10 @@ class Policy:
     (as its :class:`~clients.bots.base.TimeBudget` plans the first move). ``max_games``:
     games played at once. ``accept_from``: lower-case names whose challenges are considered
     (None: anyone; empty: nobody). ``seeks``: seeks kept open while a game slot is free.
+    ``challengers``: who the server lets challenge the bot at all (``everyone``,
+    ``registered``: no guests, ``nobody``; set at each login, kept with the account; None
+    leaves the account's choice as it is): a challenge it keeps out is refused by the
+    server, and never costs the bot a decline.
     """
 
     games: GameRules | None = None
@@ -57,10 +62,14 @@ class Policy:
     rated: str = "any"
     rematches: bool = False
     ladder: tuple[str, ...] = ()
+    challengers: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_games < 1:
             raise ValueError("max_games must be at least 1")
+        if self.challengers not in (None, *CHALLENGERS_CHOICES):
+            raise ValueError(f"challengers must be one of {', '.join(CHALLENGERS_CHOICES)}, "
+                             f"not {self.challengers!r}")
         if self.rated not in RATED_CHOICES:
             raise ValueError(f"rated must be one of {', '.join(RATED_CHOICES)}, "
                              f"not {self.rated!r}")
@@ -104,4 +113,5 @@ class Policy:
                 f"{','.join(sorted(self.time_controls))}; at most {self.max_games} at once; "
                 f"challenges from {who} ({self.rated}); seeks: {seeks}; rematches "
                 f"{'accepted' if self.rematches else 'declined'}; ladder: "
-                f"{','.join(self.ladder) or 'no'}")
+                f"{','.join(self.ladder) or 'no'}; the server lets "
+                f"{self.challengers or 'whom the account says'} challenge")

@@ -183,6 +183,16 @@ class BotRunner:
                 game.inbox.put_nowait(Resync())
         if self.policy.ladder and not self.stopping:  # the server forgets it on a disconnect
             self.spawn(self._join_ladder())
+        wanted = self.policy.challengers
+        if wanted is not None and wanted != (authed.challenge_policy or "everyone"):
+            self.spawn(self._set_challengers(wanted))
+
+    async def _set_challengers(self, policy: str) -> None:
+        try:
+            await self.request(p.SetChallengePolicy, policy=policy)
+            log.info("the server lets %s challenge this bot", policy)
+        except Exception as exc:
+            log.error("could not choose who may challenge this bot: %s", exc)
 
     async def _join_ladder(self) -> None:
         try:

@@ -731,6 +731,258 @@ def record(tally: Tally, by_kind: dict[str, dict[str, int]], kind: str, outcome:
     group[outcome] = group.get(outcome, 0) + 1
 
 
+# -- a flooded inbox ---------------------------------------------------------------------------
+INBOX_TARGET = ("inboxtarget", "inboxtarget-password-1", "127.0.0.20")  # name, password, from
+INBOX_FRIEND = ("inboxfriend", "inboxfriend-password-1", "127.0.0.21")
+REACH_TIMEOUT_S = 5.0  # a created challenge's challenge_received must reach its target by then
+
+
+async def registered(port: int, account: tuple[str, str, str]) -> Connection:
+    """A connection logged in as ``account`` (registered on first use), from its address."""
+    name, password, source = account
+    conn = await Connection.open(url(port), client="tessera-siege",
+                                 local_addr=(source, 0), open_timeout=10)
+    try:
+        await conn.call(p.Register, username=name, password=password)
+    except ServerError as exc:
+        if exc.code != p.ErrorCode.NAME_TAKEN:
+            raise
+        await conn.call(p.Login, username=name, password=password)
+    return conn
+
+
+async def inbox_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """Many guests, each from an address of its own, challenge one registered player as
+    fast as the server lets them (the player declines them as they come), while a
+    registered friend challenges the same player again and again (each challenge withdrawn
+    once it has arrived). Halfway through, the player lets only registered players
+    challenge them. The friend's figures are what the
+    server answered: each challenge created (``challenge_created``) and received by the
+    player (``challenge_received`` with its id), or refused (by code)."""
+    start = time.monotonic()
+    deadline = start + params["seconds"]
+    target = await registered(port, INBOX_TARGET)
+    friend = await registered(port, INBOX_FRIEND)
+    arrived: dict[int, float] = {}  # challenge id -> when the player got it
+    guest_sent = {"everyone": Tally(), "registered": Tally()}  # by the player's choice
+    choice = {"now": "everyone"}
+
+    async def inbox() -> None:
+        """The player notes each challenge as it comes and declines the guests' (a decline
+        is free), without waiting for the replies."""
+        with contextlib.suppress(Disconnected, ConnectionClosed):
+            while True:
+                event = await target.next_event()
+                if isinstance(event, p.ChallengeReceived):
+                    arrived[event.challenge_id] = time.monotonic()
+                    if event.from_.kind == "guest":
+                        await target.send(p.DeclineChallenge(
+                            id=target.pending.next_id(), challenge_id=event.challenge_id))
+
+    reader = asyncio.create_task(inbox())
+    conns = await guests(port, params["clients"], tally, deadline)
+
+    async def flooder(conn: Connection) -> None:
+        async def body() -> None:
+            sub = guest_sent[choice["now"]]
+            await call_counted(conn, sub, p.Challenge, to=INBOX_TARGET[0], game="hadron",
+                               options={"size": 5}, clock=p.Fischer(base_ms=60_000,
+                                                                    increment_ms=0))
+            while not conn.events.empty():
+                if conn.events.get_nowait() is None:
+                    raise Disconnected("closed")
+
+        await forever_until(deadline, body, tally)
+
+    legit: dict[str, Any] = {"tries": 0, "created": 0, "reached": 0, "refused": {},
+                             "reach_ms": []}
+
+    async def befriend() -> None:
+        while time.monotonic() < deadline:
+            legit["tries"] += 1
+            t0 = time.monotonic()
+            try:
+                created = await asyncio.wait_for(friend.call(
+                    p.Challenge, to=INBOX_TARGET[0], game="hadron", options={"size": 5},
+                    clock=p.Fischer(base_ms=300_000, increment_ms=3_000)), 30)
+            except ServerError as exc:
+                legit["refused"][exc.code] = legit["refused"].get(exc.code, 0) + 1
+                await asyncio.sleep(params["interval"])
+                continue
+            assert isinstance(created, p.ChallengeCreated)
+            legit["created"] += 1
+            cid = created.challenge_id
+            while cid not in arrived and time.monotonic() - t0 < REACH_TIMEOUT_S:
+                await asyncio.sleep(0.01)
+            if cid in arrived:
+                legit["reached"] += 1
+                legit["reach_ms"].append(round((arrived[cid] - t0) * 1000, 1))
+            with contextlib.suppress(ServerError):
+                await asyncio.wait_for(friend.call(p.CancelChallenge, challenge_id=cid), 30)
+            await asyncio.sleep(params["interval"])
+
+    async def choose_later() -> None:
+        await until(start + params["seconds"] / 2)
+        await target.call(p.SetChallengePolicy, policy="registered")
+        choice["now"] = "registered"
+
+    ready()
+    try:
+        await asyncio.gather(befriend(), choose_later(), *(flooder(c) for c in conns))
+    except (Disconnected, ConnectionClosed, TimeoutError) as exc:
+        tally.failed[close_reason(exc)] += 1
+    times = sorted(legit.pop("reach_ms"))
+    legit["reach_ms_max"] = times[-1] if times else None
+    tally.extra["legitimate"] = legit
+    tally.extra["guests_while"] = {k: v.as_dict() for k, v in guest_sent.items()}
+    for sub in guest_sent.values():
+        tally.accepted += sub.accepted
+        tally.refused.update(sub.refused)
+    tally.extra["received_by_target"] = len(arrived)
+    reader.cancel()
+    for conn in [*conns, friend, target]:
+        if conn.closed.is_set():
+            tally.closed[closed_code(conn)] += 1
+        await conn.close()
+
+
+# -- hostile hellos ----------------------------------------------------------------------------
+BAD_HELLO = ("error:bad_request", "4400")  # docs/PROTOCOL.md, section 1 and ``hello``
+UNSUPPORTED = ("error:unsupported_version", "1008")
+
+
+def bad_hellos() -> list[tuple[str, bytes, tuple[str, str]]]:
+    """(kind, frame payload, the documented answer and close code) of ``hello``s no server
+    may accept: not valid (``bad_request``, then 4400), or an int version it does not speak
+    (``unsupported_version``, then 1008)."""
+    def hello(**fields: Any) -> bytes:
+        packed: bytes = msgpack.packb({"t": "hello", "id": 1, **fields})
+        return packed
+
+    return [
+        ("version_nan", hello(version=math.nan), BAD_HELLO),
+        ("version_inf", hello(version=math.inf), BAD_HELLO),
+        ("version_-inf", hello(version=-math.inf), BAD_HELLO),
+        ("version_1.0", hello(version=1.0), BAD_HELLO),
+        ("version_str", hello(version="1"), BAD_HELLO),
+        ("version_bool", hello(version=True), BAD_HELLO),
+        ("version_nil", hello(version=None), BAD_HELLO),
+        ("version_missing", hello(), BAD_HELLO),
+        ("version_-1", hello(version=-1), UNSUPPORTED),
+        ("version_2^64-1", hello(version=2**64 - 1), UNSUPPORTED),
+        ("client_rlo", hello(version=1, client="siege\u202egnp.exe"), BAD_HELLO),
+        ("client_rli", hello(version=1, client="\u2067siege\u2069"), BAD_HELLO),
+        ("client_nul", hello(version=1, client="siege\x00"), BAD_HELLO),
+        ("client_newline", hello(version=1, client="siege\n1.0"), BAD_HELLO),
+        ("client_101_chars", hello(version=1, client="x" * 101), BAD_HELLO),
+        ("client_int", hello(version=1, client=7), BAD_HELLO),
+        ("id_nan", msgpack.packb({"t": "hello", "id": math.nan, "version": 1}), BAD_HELLO),
+        ("extra_key", hello(version=1, admin=True), BAD_HELLO),
+    ]
+
+
+async def one_bad_hello(port: int, payload: bytes) -> tuple[str, str, float | None]:
+    """Send one bad hello as a connection's first frame: the answer (``error:<code>`` or
+    ``reply:<tag>``), how the connection ended (close code, ``eof``, or ``open`` if still
+    open after 5 s) and the milliseconds from the hello to the close."""
+    sock = await RawSocket.connect(port, ATTACKER)
+    try:
+        if await sock.handshake(port) != 101:
+            return "refused", "http", None
+        t0 = time.monotonic()
+        sock.writer.write(frame(payload))
+        answer = "none"
+        try:
+            async with asyncio.timeout(5.0):
+                while True:
+                    opcode, data = await sock.next_frame()
+                    if opcode == 2 and answer == "none":
+                        try:
+                            message = p.decode_server(data)
+                        except p.ProtocolError:
+                            answer = "garbled"
+                            continue
+                        answer = (f"error:{message.code}" if isinstance(message, p.ErrorReply)
+                                  else f"reply:{message.TAG}")
+                    elif opcode == 8:
+                        code = int.from_bytes(data[:2], "big") if len(data) >= 2 else 1005
+                        return answer, str(code), round((time.monotonic() - t0) * 1000, 1)
+        except TimeoutError:
+            return answer, "open", None
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            return answer, close_reason(exc), round((time.monotonic() - t0) * 1000, 1)
+    finally:
+        sock.close()
+
+
+async def bad_hello(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+    """Connections whose first frame is a ``hello`` no server may accept (a version NaN,
+    infinite, a float, a string; a client name with right-to-left controls, ...),
+    ``concurrency`` at a time, while a probe connection pings the server: each bad hello's
+    answer, close code and time to the close, against what docs/PROTOCOL.md says it gets
+    (``as_documented`` or ``otherwise``), and every probe's pong."""
+    deadline = time.monotonic() + params["seconds"]
+    hellos = bad_hellos()
+    by_kind: dict[str, dict[str, int]] = {}
+    close_ms: list[float] = []
+    probe = {"pings": 0, "pongs": 0, "worst_ms": 0.0}
+    verdicts: dict[str, Any] = {"as_documented": 0, "otherwise": 0}
+    counter = iter(range(10**9))
+    ready()
+
+    async def sender() -> None:
+        while time.monotonic() < deadline:
+            kind, payload, documented = hellos[next(counter) % len(hellos)]
+            try:
+                answer, closed, ms = await one_bad_hello(port, payload)
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
+                tally.failed[close_reason(exc)] += 1
+                continue
+            if (answer, closed) == documented:
+                verdicts["as_documented"] += 1
+            else:
+                verdicts["otherwise"] += 1
+                verdicts.setdefault("examples", {})[kind] = f"{answer} close:{closed}"
+            outcome = f"{answer} close:{closed}"
+            group = by_kind.setdefault(kind, {})
+            group[outcome] = group.get(outcome, 0) + 1
+            what, _, code = answer.partition(":")
+            if what == "error":
+                tally.refused[code] += 1
+            elif what == "reply":
+                tally.accepted += 1  # a bad hello welcomed: the verdict fails
+            tally.closed[closed] += 1
+            if ms is not None:
+                close_ms.append(ms)
+
+    async def prober() -> None:
+        conn = await open_conn(port, spread_address(61_000), tally)
+        if conn is None:
+            return
+        async with conn:
+            while time.monotonic() < deadline:
+                probe["pings"] += 1
+                t0 = time.monotonic()
+                with contextlib.suppress(ServerError, Disconnected, TimeoutError):
+                    await asyncio.wait_for(conn.call(p.Ping), 5)
+                    probe["pongs"] += 1
+                    probe["worst_ms"] = max(probe["worst_ms"],
+                                            round((time.monotonic() - t0) * 1000, 1))
+                await asyncio.sleep(0.05)
+
+    await asyncio.gather(prober(), *(sender() for _ in range(params["concurrency"])))
+    close_ms.sort()
+    tally.extra["sent"] = sum(sum(g.values()) for g in by_kind.values())
+    tally.extra["by_kind"] = by_kind
+    tally.extra["close_ms"] = {"n": len(close_ms),
+                               "p99": close_ms[min(len(close_ms) - 1,
+                                                   int(len(close_ms) * 0.99))]
+                               if close_ms else None,
+                               "max": close_ms[-1] if close_ms else None}
+    tally.extra["probe"] = probe
+    tally.extra["answers"] = verdicts
+
+
 ATTACKS: dict[str, Attack] = {
     "lockout": lockout,
     "login-flood": login_flood,
@@ -744,6 +996,8 @@ ATTACKS: dict[str, Attack] = {
     "bombs": bombs,
     "lobby-spam": lobby_spam,
     "connection-wave": connection_wave,
+    "inbox-flood": inbox_flood,
+    "bad-hello": bad_hello,
 }
 
 

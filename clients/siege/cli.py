@@ -12,6 +12,13 @@ attack (exit status 1 if any is missed, and the output names it):
 - ``healthz``: ``/healthz`` answered every poll;
 - ``owner_login`` (``lockout``, ``login-flood``): the owner, from an address that sent no
   wrong password, logged in within 1 s, during the attack and after it;
+- ``legitimate_challenger`` (``inbox-flood``): every challenge the registered friend sent
+  the flooded player was created and reached them (``challenge_created``, then the
+  player's ``challenge_received`` of that id within 5 s);
+- ``bad_hello_closed`` (``bad-hello``): every bad hello got the answer and close code
+  docs/PROTOCOL.md gives (``bad_request`` and 4400; an int version not spoken,
+  ``unsupported_version`` and 1008) within ``BAD_HELLO_CLOSE_MS``, and the probe
+  connection got a pong for every ping meanwhile;
 - ``no_move_lost``: every move acknowledged to the canary is in the database;
 - ``memory``: the server's RSS ``settle`` seconds after the attack's connections are closed
   on the server's side (its open files back near their number before; at most 60 s) is
@@ -47,6 +54,7 @@ MEMORY_SLACK = 1.25
 OWNER_ATTACKS = ("lockout", "login-flood")
 WAVE_CLOSE_WITHIN_S = 40.0  # connection-wave: how long after the wave its closes may take
 LOBBY_PAGE_BYTES = 64 * 1024  # lobby-spam: no lobby reply larger (a page, not the lobby)
+BAD_HELLO_CLOSE_MS = 1000.0  # a bad hello's connection closed "at once": within this
 
 
 def params_for(name: str, opts: argparse.Namespace) -> dict[str, Any]:
@@ -68,6 +76,8 @@ def params_for(name: str, opts: argparse.Namespace) -> dict[str, Any]:
                        "askers": opts.askers, "pages": opts.pages},
         "connection-wave": {"connections": opts.wave, "per_address": opts.per_address,
                             "close_within_s": WAVE_CLOSE_WITHIN_S},
+        "inbox-flood": {"clients": opts.inbox_flooders, "interval": opts.inbox_interval},
+        "bad-hello": {"concurrency": opts.bad_hellos},
     }
     return {**common, **sizes[name]}
 
@@ -93,6 +103,10 @@ def targets(name: str, result: dict[str, Any], move_p99_ms: float = MOVE_P99_MS
         worst = max((lg.get("ms", 0.0) for lg in logins), default=0.0)
         ok = all(lg.get("ok") for lg in logins) and worst <= OWNER_LOGIN_MS
         out["owner_login"] = {"ok": ok, "worst_ms": worst, "limit_ms": OWNER_LOGIN_MS}
+    if name == "inbox-flood":
+        out["legitimate_challenger"] = legitimate_challenger(result["attacker"])
+    if name == "bad-hello":
+        out["bad_hello_closed"] = bad_hello_closed(result["attacker"])
     out["no_move_lost"] = {"ok": result["acked_moves_lost"] == 0,
                            "value": result["acked_moves_lost"]}
     if name in ATTACK_TARGETS:
@@ -166,6 +180,32 @@ ATTACK_TARGETS: dict[str, Callable[[dict[str, Any], float], dict[str, dict[str, 
     "connection-wave": connection_wave_targets,
 }
 """The targets of an attack besides every attack's, judged on what the server answered."""
+
+
+def legitimate_challenger(attacker: dict[str, Any]) -> dict[str, Any]:
+    """The friend's challenges to the flooded player: each created, each received."""
+    legit = attacker.get("legitimate", {})
+    tries = legit.get("tries", 0)
+    return {"ok": tries > 0 and legit.get("created") == legit.get("reached") == tries,
+            "tries": tries, "created": legit.get("created", 0),
+            "reached": legit.get("reached", 0), "refused": legit.get("refused", {}),
+            "reach_ms_max": legit.get("reach_ms_max")}
+
+
+def bad_hello_closed(attacker: dict[str, Any]) -> dict[str, Any]:
+    """Every bad hello answered and closed as documented, at once; the probe answered."""
+    answers = attacker.get("answers", {})
+    probe = attacker.get("probe", {})
+    close_max = attacker.get("close_ms", {}).get("max")
+    ok = (attacker.get("sent", 0) > 0 and answers.get("otherwise", 1) == 0
+          and answers.get("as_documented") == attacker.get("sent")
+          and close_max is not None and close_max <= BAD_HELLO_CLOSE_MS
+          and probe.get("pings", 0) > 0 and probe.get("pongs") == probe.get("pings"))
+    return {"ok": ok, "sent": attacker.get("sent", 0),
+            "as_documented": answers.get("as_documented", 0),
+            "otherwise": answers.get("otherwise", 0), "close_ms_max": close_max,
+            "limit_ms": BAD_HELLO_CLOSE_MS,
+            "probe_pongs": f"{probe.get('pongs', 0)}/{probe.get('pings', 0)}"}
 
 
 def human(result: dict[str, Any]) -> str:
@@ -295,6 +335,15 @@ def parser() -> argparse.ArgumentParser:
                       help="connection-wave: websockets opened over --seconds that never "
                            "say hello, --per-address from each address (default: "
                            "%(default)s)")
+    size.add_argument("--inbox-flooders", type=int, default=100,
+                      help="inbox-flood: guests challenging one player, each from an "
+                           "address of its own (default: %(default)s)")
+    size.add_argument("--inbox-interval", type=float, default=0.25,
+                      help="inbox-flood: seconds between the friend's challenges "
+                           "(default: %(default)s)")
+    size.add_argument("--bad-hellos", type=int, default=8,
+                      help="bad-hello: connections sending bad hellos at once "
+                           "(default: %(default)s)")
     return ap
 
 

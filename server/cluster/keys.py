@@ -165,17 +165,20 @@ class Keys:
     def challenges_out_prefix(self) -> str:
         return f"{self.prefix}challenges:out:"
 
-    @property
-    def challenges_in_prefix(self) -> str:
-        return f"{self.prefix}challenges:in:"
-
     def challenges_out(self, user_id: int) -> str:
         """Set: the pending challenges a user made (a cap counts them)."""
         return f"{self.challenges_out_prefix}{user_id}"
 
-    def challenges_in(self, user_id: int) -> str:
-        """Set: the pending challenges a user received (a cap counts them)."""
-        return f"{self.challenges_in_prefix}{user_id}"
+    @property
+    def challenge_addresses(self) -> str:
+        """Hash: pending challenge id -> the address of the connection that sent it."""
+        return f"{self.prefix}challenges:address"
+
+    @property
+    def challenges_per_address(self) -> str:
+        """Hash: address -> how many pending challenges it sent (non-zero counts only; a
+        cap counts them)."""
+        return f"{self.prefix}challenges:addresses"
 
     @property
     def rematches(self) -> str:

@@ -18,7 +18,8 @@ Redis layout (under ``tessera:{cluster}:``)::
     challenges:parties         hash  challenge id -> "challenger id:target id"
     challenges:user:{user id}  set   the challenges a user made or received
     challenges:out:{user id}   set   the challenges a user made
-    challenges:in:{user id}    set   the challenges a user received
+    challenges:address         hash  challenge id -> the address that sent it
+    challenges:addresses       hash  address -> its pending challenges (non-zero counts only)
     rematches                  hash  game id -> "offering seat:user id 0:user id 1"
     rematches:user:{user id}   set   the games a user has an offer open for
     lobby:ids                  counter of seek and challenge ids
@@ -141,21 +142,24 @@ if #ids > 0 then records = redis.call('HMGET', KEYS[2], unpack(ids)) end
 return {after - #ids, records}
 """
 _CREATE_CHALLENGE = """
--- KEYS: challenges, parties, challenger's set, target's set, challenger's sent, target's
--- received; ARGV: id, record, parties, per-challenger cap, per-target cap
+-- KEYS: challenges, parties, challenger's set, target's set, challenger's sent, addresses,
+-- per-address counts; ARGV: id, record, parties, per-challenger cap, address, per-address cap
 if redis.call('SCARD', KEYS[5]) >= tonumber(ARGV[4]) then return 'challenger' end
-if redis.call('SCARD', KEYS[6]) >= tonumber(ARGV[5]) then return 'target' end
+if tonumber(redis.call('HGET', KEYS[7], ARGV[5]) or '0') >= tonumber(ARGV[6]) then
+  return 'address'
+end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('SADD', KEYS[4], ARGV[1])
 redis.call('SADD', KEYS[5], ARGV[1])
-redis.call('SADD', KEYS[6], ARGV[1])
+redis.call('HSET', KEYS[6], ARGV[1], ARGV[5])
+redis.call('HINCRBY', KEYS[7], ARGV[5], 1)
 return 'created'
 """
 _CLOSE_CHALLENGE = """
--- KEYS: challenges, parties; ARGV: id, uid, mode (answer | withdraw | leave), users'
--- prefix, sent prefix, received prefix
+-- KEYS: challenges, parties, addresses, per-address counts; ARGV: id, uid, mode (answer |
+-- withdraw | leave), users' prefix, sent prefix
 local parties = redis.call('HGET', KEYS[2], ARGV[1])
 if not parties then return {'not_found'} end
 local sep = string.find(parties, ':', 1, true)
@@ -174,7 +178,13 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('SREM', ARGV[4] .. challenger, ARGV[1])
 redis.call('SREM', ARGV[4] .. target, ARGV[1])
 redis.call('SREM', ARGV[5] .. challenger, ARGV[1])
-redis.call('SREM', ARGV[6] .. target, ARGV[1])
+local address = redis.call('HGET', KEYS[3], ARGV[1])
+if address then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  if redis.call('HINCRBY', KEYS[4], address, -1) <= 0 then
+    redis.call('HDEL', KEYS[4], address)
+  end
+end
 return {'closed', record}
 """
 _OFFER_REMATCH = """
@@ -322,12 +332,24 @@ class RedisChallenges:
         outcome = as_str(await self._create(
             keys=[k.challenges, k.challenge_parties, k.challenges_of(challenge.challenger_id),
                   k.challenges_of(challenge.target_id), k.challenges_out(challenge.challenger_id),
-                  k.challenges_in(challenge.target_id)],
+                  k.challenge_addresses, k.challenges_per_address],
             args=[challenge.challenge_id, challenge.pack(),
                   f"{challenge.challenger_id}:{challenge.target_id}", caps.per_challenger,
-                  caps.per_target]))
+                  challenge.address, caps.per_address]))
         if outcome != "created":
-            raise challenges_full(outcome, caps, challenge.target.name)
+            raise challenges_full(outcome, caps)
+
+    async def check_room(self, challenger_id: int, address: str, caps: ChallengeCaps
+                         ) -> None:
+        k = self.keys
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.scard(k.challenges_out(challenger_id))
+            pipe.hget(k.challenges_per_address, address)
+            sent, from_address = await pipe.execute()
+        if int(sent) >= caps.per_challenger:
+            raise challenges_full("challenger", caps)
+        if int(from_address or 0) >= caps.per_address:
+            raise challenges_full("address", caps)
 
     async def get(self, challenge_id: int) -> Challenge | None:
         record: bytes | None = await self.redis.hget(  # type: ignore[assignment]
@@ -361,9 +383,10 @@ class RedisChallenges:
     async def _run_close(self, challenge_id: int, user_id: int, mode: str) -> list[Any]:
         k = self.keys
         result: list[Any] = await self._close(
-            keys=[k.challenges, k.challenge_parties],
+            keys=[k.challenges, k.challenge_parties, k.challenge_addresses,
+                  k.challenges_per_address],
             args=[challenge_id, user_id, mode, k.challenges_of_prefix,
-                  k.challenges_out_prefix, k.challenges_in_prefix])
+                  k.challenges_out_prefix])
         return result
 
 

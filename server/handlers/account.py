@@ -1,4 +1,5 @@
-"""Handshake and accounts: hello, register, login, guest, auth_token, logout, ping."""
+"""Handshake and accounts: hello, register, login, guest, auth_token, logout, ping, and
+who may challenge one (set_challenge_policy)."""
 
 from __future__ import annotations
 
@@ -56,8 +57,15 @@ async def _authed(s: Session, request_id: int, user: User, token: str) -> p.Serv
     # attached by resume, not here (a game may run in another process)
     active = await s.app.placement.active_games(user.id)
     log.info("authenticated", extra={"peer": s.peer, "user": user.name, "kind": user.kind})
+    policy = None if user.challenge_policy == "everyone" else user.challenge_policy
     return p.Authed(id=request_id, user=s.me().wire(),
-                    session_token=token, active_games=tuple(active))
+                    session_token=token, active_games=tuple(active), challenge_policy=policy)
+
+
+async def on_set_challenge_policy(s: Session, m: p.SetChallengePolicy) -> p.ServerMessage:
+    # stored, and read by every challenge to this user (on whichever node it is made)
+    await s.app.store.set_challenge_policy(s.uid(), m.policy)
+    return p.Ok(id=m.id)
 
 
 async def on_logout(s: Session, m: p.Logout) -> p.ServerMessage:

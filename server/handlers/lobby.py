@@ -41,7 +41,7 @@ async def on_accept_seek(s: Session, m: p.AcceptSeek) -> p.ServerMessage:
 
 
 async def on_challenge(s: Session, m: p.Challenge) -> p.ServerMessage:
-    return await s.app.lobby.challenge(s.me(), m)
+    return await s.app.lobby.challenge(s.me(), m, s.peer)
 
 
 async def on_accept_challenge(s: Session, m: p.AcceptChallenge) -> p.ServerMessage:

@@ -62,6 +62,8 @@ from .items import (
 from .migrate import current_revision, downgrade, head_revision, upgrade
 from .rating_reads import RatingReads, StoredUpdate
 from .records import (
+    ChallengePolicy,
+    ChallengeTerms,
     ChatRecord,
     FinishedStatus,
     GameInfo,
@@ -87,6 +89,8 @@ from .writer import CommitQueue, WriterStats
 
 __all__ = [
     "BatchWriter",
+    "ChallengePolicy",
+    "ChallengeTerms",
     "ChatRecord",
     "ChatSent",
     "CommitQueue",

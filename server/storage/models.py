@@ -1,6 +1,7 @@
 """The database schema: one DeclarativeBase and seven tables.
 
-    users         accounts: humans, guests and bots; names unique case-insensitively
+    users         accounts: humans, guests and bots; names unique case-insensitively;
+                  who may challenge each (``challenge_policy``)
     api_tokens    login sessions and bot tokens, stored only as sha256 digests
     games         one row per game: who, what, options, clock settings, result, rated
     moves         the move list, the source of truth for positions and clocks
@@ -60,6 +61,7 @@ NAMING_CONVENTION: dict[str, str] = {
 }
 
 USER_KINDS = ("human", "guest", "bot")
+CHALLENGE_POLICIES = ("everyone", "registered", "nobody")  # who may challenge a user
 TOKEN_KINDS = ("session", "bot")
 GAME_STATUSES = ("playing", "over", "aborted")
 
@@ -126,7 +128,11 @@ class UserRow(Base):
     """An account. ``name_key`` is the case-folded name and carries the uniqueness."""
 
     __tablename__ = "users"
-    __table_args__ = (CheckConstraint(_one_of("kind", USER_KINDS), name="kind"),)
+    __table_args__ = (
+        CheckConstraint(_one_of("kind", USER_KINDS), name="kind"),
+        CheckConstraint(_one_of("challenge_policy", CHALLENGE_POLICIES),
+                        name="challenge_policy"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(64))
@@ -136,6 +142,8 @@ class UserRow(Base):
     created_at: Mapped[datetime]
     failed_logins: Mapped[int] = mapped_column(default=0, server_default=text("0"))
     locked_until: Mapped[datetime | None]
+    challenge_policy: Mapped[str] = mapped_column(String(16), default="everyone",
+                                                  server_default=text("'everyone'"))
 
 
 class ApiTokenRow(Base):

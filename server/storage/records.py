@@ -16,6 +16,7 @@ UserKind = Literal["human", "guest", "bot"]
 TokenKind = Literal["session", "bot"]
 GameStatus = Literal["playing", "over", "aborted"]
 FinishedStatus = Literal["over", "aborted"]
+ChallengePolicy = Literal["everyone", "registered", "nobody"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +28,20 @@ class User:
     created_at: datetime
     failed_logins: int
     locked_until: datetime | None
+    challenge_policy: ChallengePolicy = "everyone"
 
     def is_locked(self, now: datetime) -> bool:
         """Whether logins are refused at ``now`` after too many failures."""
         return self.locked_until is not None and now < self.locked_until
+
+
+@dataclass(frozen=True, slots=True)
+class ChallengeTerms:
+    """What decides a challenge to a user: who they take challenges from, and whether the
+    challenger has played them before (a challenge from a stranger lapses)."""
+
+    policy: ChallengePolicy
+    acquainted: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,9 +22,11 @@ from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    Integer,
     Select,
     Table,
     and_,
+    bindparam,
     delete,
     func,
     insert,
@@ -42,6 +44,7 @@ from server.ratings.glicko2 import Rating
 from .db import is_sqlite, make_session_factory, make_write_lock, read_engine
 from .errors import Conflict, InvalidCursor, NameTaken
 from .models import (
+    CHALLENGE_POLICIES,
     TOKEN_KINDS,
     USER_KINDS,
     ApiTokenRow,
@@ -54,6 +57,8 @@ from .models import (
 )
 from .rating_reads import RatingReads, of_rows
 from .records import (
+    ChallengePolicy,
+    ChallengeTerms,
     ChatRecord,
     FinishedStatus,
     GameInfo,
@@ -78,6 +83,21 @@ TOKEN_TOUCH_INTERVAL = timedelta(minutes=10)  # last_used_at is this coarse, to 
 _USERS = cast(Table, UserRow.__table__)
 _TOKENS = cast(Table, ApiTokenRow.__table__)
 _GAMES = cast(Table, GameRow.__table__)
+
+
+def _challenge_terms() -> Select[Any]:
+    """A target's challenge policy and whether a game of the two exists: built once (a
+    challenge runs it, and a flood runs many)."""
+    games = _GAMES.c
+    target = bindparam("target", type_=Integer)
+    challenger = bindparam("challenger", type_=Integer)
+    together = select(games.id).where(or_(
+        and_(games.player0_id == challenger, games.player1_id == target),
+        and_(games.player0_id == target, games.player1_id == challenger))).exists()
+    return select(_USERS.c.challenge_policy, together).where(_USERS.c.id == target)
+
+
+_CHALLENGE_TERMS = _challenge_terms()
 
 
 def name_key(name: str) -> str:
@@ -143,6 +163,7 @@ class Store:
             password_hash=password_hash,
             created_at=_now(now),
             failed_logins=0,
+            challenge_policy="everyone",
         )
         try:
             async with self.writing, self.sessions() as session, session.begin():
@@ -156,6 +177,26 @@ class Store:
         async with self.reads() as session:
             row = await session.scalar(select(UserRow).where(UserRow.name_key == name_key(name)))
         return None if row is None else _user(row)
+
+    async def set_challenge_policy(self, user_id: int, policy: ChallengePolicy) -> None:
+        """Store who may challenge a user (``CHALLENGE_POLICIES``)."""
+        if policy not in CHALLENGE_POLICIES:
+            raise ValueError(f"a challenge policy is one of {CHALLENGE_POLICIES}, not {policy!r}")
+        async with self.writing, self.engine.begin() as conn:
+            await conn.execute(
+                update(_USERS).where(_USERS.c.id == user_id).values(challenge_policy=policy))
+
+    async def challenge_terms(self, target_id: int, challenger_id: int) -> ChallengeTerms:
+        """Who may challenge ``target_id``, and whether ``challenger_id`` has a game with
+        them (any stored game, in progress or over): one read. An unknown target takes
+        nobody's."""
+        async with self.reader.connect() as conn:
+            row = (await conn.execute(_CHALLENGE_TERMS, {"target": target_id,
+                                                         "challenger": challenger_id})
+                   ).one_or_none()
+        if row is None:
+            return ChallengeTerms("nobody", acquainted=False)
+        return ChallengeTerms(row[0], acquainted=bool(row[1]))
 
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> None:
         """Replace a stored password hash (a new password, or a rehash with new parameters)."""
@@ -739,6 +780,7 @@ def _user(row: Any) -> User:
         created_at=row.created_at,
         failed_logins=row.failed_logins,
         locked_until=row.locked_until,
+        challenge_policy=row.challenge_policy,
     )
 
 

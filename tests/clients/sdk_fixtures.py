@@ -23,7 +23,7 @@ import protocol as p
 from clients.connection import Connection
 from clients.localserver import LocalServer
 
-BOT_NAMES = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta")
+BOT_NAMES = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
 
 
 class ServerProcess(LocalServer):

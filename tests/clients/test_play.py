@@ -23,6 +23,7 @@ import pytest
 
 import engine
 import protocol as p
+from clients.connection import ServerError
 from clients.live import GameView
 from clients.local_bot import LocalBot, LocalBotError
 from clients.localserver import LocalServer
@@ -363,6 +364,31 @@ def test_a_declined_challenge_says_why(live_server: LiveServer, tmp_path: Path) 
     finally:
         bot.kill()
         bot.wait()
+
+
+def test_who_may_challenge_you(live_server: LiveServer, scripted_player: Scripted) -> None:
+    """``challenges`` shows the choice and makes it; the server then refuses a challenge
+    the choice keeps out, and a new login is told it."""
+    child = spawn_play(live_server.url, "--guest", "--no-color")
+    me = log_in_as_guest(child)
+    child.sendline("challenges")
+    child.expect("Challenges: anyone may challenge you")
+    child.sendline("challenges friends")
+    child.expect(r"usage: challenges \[everyone\|registered\|nobody\]")
+    child.sendline("challenges nobody")
+    child.expect("Challenges: nobody may challenge you.")
+    other = scripted_player(live_server.url)
+    other.guest()
+    with pytest.raises(ServerError, match="takes challenges from nobody"):
+        other.call(p.Challenge, to=me, game="hadron", options={}, clock=p.PerMove(
+            per_move_ms=30_000))
+    child.sendline("challenges everyone")
+    child.expect("Challenges: anyone may challenge you.")
+    other.call(p.Challenge, to=me, game="hadron", options={}, clock=p.PerMove(
+        per_move_ms=30_000))
+    child.expect(rf"{other.name} challenges you")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
 
 
 def test_you_are_told_when_another_game_waits_for_your_move(

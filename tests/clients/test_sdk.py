@@ -590,10 +590,11 @@ async def test_a_flood_of_challenges_costs_the_bot_neither_its_game_nor_its_stop
 async def test_a_flood_beyond_what_the_bot_declines_leaves_it_reachable(
         server_proc: ServerProcess, tmp_path: Path) -> None:
     """Twenty guests send challenges as fast as the server lets them, in bursts far beyond
-    what the bot declines a second (issue 16): the server keeps at most its cap of them
-    pending for the bot and refuses the rest with ``conflict``; the bot declines those it
-    deferred as its budget allows, so with the flooders still connected a real challenge
-    gets through, the bot plays it, and SIGTERM then stops it."""
+    what the bot declines a second (issue 16): the server keeps at most its caps of them
+    pending (per challenger, per address: all come from one here) and refuses the rest with
+    ``conflict``; the bot declines those it deferred as its budget allows, so with the
+    flooders still connected a real challenge gets through, the bot plays it, and SIGTERM
+    then stops it."""
     log = tmp_path / "bot.log"
     proc = tessera("bot", "--bot", "random", "--server", server_proc.url, "--token",
                    server_proc.tokens["epsilon"], "--games", "hadron", log=log)
@@ -621,7 +622,7 @@ async def test_a_flood_beyond_what_the_bot_declines_leaves_it_reachable(
         alpha = make_runner(server_proc, "alpha", SlowBot(seed=5, delay=0.05))
         async with running(alpha):
             deadline = time.monotonic() + 60
-            while True:  # refused while the bot's pending challenges are at their cap
+            while True:  # refused while the address's pending challenges are at its cap
                 try:
                     game_id = await alpha.challenge("epsilon", "hadron", SMALL["hadron"], CLOCK)
                     break
@@ -639,6 +640,41 @@ async def test_a_flood_beyond_what_the_bot_declines_leaves_it_reachable(
         proc.kill()
 
 
+async def test_a_bot_chooses_who_may_challenge_it(server_proc: ServerProcess) -> None:
+    """``Policy.challengers`` is set at login and kept with the account: a guest's
+    challenge is refused by the server (``forbidden``), never reaching the bot, while a
+    registered player's is played."""
+    theta = make_runner(server_proc, "theta", policy=Policy(challengers="registered"))
+    guest = await client(server_proc)
+    try:
+        async with running(theta):
+            async def refused() -> bool:
+                try:
+                    created = await guest.call(p.Challenge, to="theta", game="hadron",
+                                               options=SMALL["hadron"], clock=CLOCK)
+                except ServerError as e:
+                    assert e.code == p.ErrorCode.FORBIDDEN, e
+                    return True
+                assert isinstance(created, p.ChallengeCreated)
+                await guest.call(p.CancelChallenge, challenge_id=created.challenge_id)
+                return False
+
+            deadline = time.monotonic() + 20
+            while not await refused():  # set just after the login
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            alpha = make_runner(server_proc, "alpha")
+            async with running(alpha):
+                game_id = await alpha.challenge("theta", "hadron", SMALL["hadron"], CLOCK)
+                assert (await asyncio.wait_for(alpha.result(game_id), 60)).reason == "normal"
+        again = await Connection.open(server_proc.url, client="sdk-test")
+        authed = await again.call(p.AuthToken, token=server_proc.tokens["theta"])
+        assert isinstance(authed, p.Authed) and authed.challenge_policy == "registered"
+        await again.close()
+    finally:
+        await guest.close()
+
+
 async def test_bot_command_refuses_a_bad_token_and_bad_options(
         server_proc: ServerProcess, tmp_path: Path) -> None:
     log = tmp_path / "bad.log"
@@ -647,8 +683,8 @@ async def test_bot_command_refuses_a_bad_token_and_bad_options(
     assert await exited(proc) == 1
     assert "refused the token" in log.read_text()
     env = {k: v for k, v in os.environ.items() if k != "TESSERA_BOT_TOKEN"}
-    for bad in (["--games", "chess"], ["--seek", "hadron per_move 5"], [], ["--token", "t",
-                                                                            "--max-games", "0"]):
+    for bad in (["--games", "chess"], ["--seek", "hadron per_move 5"], [],
+                ["--token", "t", "--max-games", "0"], ["--token", "t", "--challengers", "kin"]):
         done = subprocess.run([sys.executable, "-m", "clients.cli", "bot", "--bot", "random",
                                *bad], cwd=ROOT, capture_output=True, text=True, env=env)
         assert done.returncode == 2, (bad, done.stderr)

@@ -405,6 +405,24 @@ EXAMPLES: dict[str, p.Message] = {
     "ladder_join": p.LadderJoin(id=36, games=("hadron", "xodd")),
     "ladder_leave": p.LadderLeave(id=37),
     "ladder_standings": p.GetStandings(id=38, game="hadron"),
+    # Who may challenge a player (issue 24)
+    "set_challenge_policy": p.SetChallengePolicy(id=40, policy="registered"),
+    "authed_challenge_policy": p.Authed(
+        id=2, user=BOB, session_token="sess_Ym9iYm9ic2Vzc2lvbg", active_games=(),
+        challenge_policy="registered"
+    ),
+    "error_challenge_forbidden": p.ErrorReply(
+        id=41, code="forbidden",
+        message="bob takes challenges from registered players only: log in to challenge them"
+    ),
+    "error_bad_hello": p.ErrorReply(
+        id=1, code="bad_request", message="hello.version: expected int 0..65535, got float 1.0"
+    ),
+    "challenge_ended_expired": p.ChallengeEnded(
+        challenge_id=7, reason="cancelled",
+        message="expired: a challenge from a player with no game with bob waits 120 s for "
+                "an answer"
+    ),
     # Errors without a request
     "error_bad_frame": p.ErrorReply(
         code="bad_request", message="not a msgpack value: truncated"

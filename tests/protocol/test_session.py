@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgpack
 import pytest
 
 import protocol as p
@@ -22,6 +23,26 @@ def test_a_connection_starts_connected_and_only_hello_is_accepted() -> None:
         session.receive(p.encode(p.Ping(id=4)))
     assert info.value.request_id == 4
     assert session.receive(p.encode(p.Hello(id=1, version=1))) == p.Hello(id=1, version=1)
+
+
+@pytest.mark.parametrize("hello", [
+    {"t": "hello", "id": 1, "version": float("nan")},
+    {"t": "hello", "id": 1, "version": 1.0},
+    {"t": "hello", "id": 1, "version": 1, "client": "a\u202eb"},
+])
+def test_a_bad_first_hello_closes_the_connection(hello: dict[str, object]) -> None:
+    """Not a valid hello before the connection is greeted: BadHello (bad_request, closed
+    with 4400); once greeted, a bad hello is any bad frame (bad_request, not closed)."""
+    with pytest.raises(p.BadHello) as info:
+        p.ServerSession().receive(msgpack.packb(hello))
+    assert (info.value.code, info.value.close_code) == ("bad_request", p.CLOSE_BAD_HELLO)
+    assert info.value.request_id in (None, 1)
+    with pytest.raises(p.BadRequest) as later:
+        session_in(Phase.GREETED).receive(msgpack.packb(hello))
+    assert later.value.close_code is None
+    with pytest.raises(p.BadRequest) as other:  # not a hello: no close
+        p.ServerSession().receive(msgpack.packb({"t": "ping", "id": 1.5}))
+    assert other.value.close_code is None
 
 
 def test_full_lifecycle() -> None:

@@ -99,6 +99,44 @@ async def test_an_unsupported_version_is_refused_and_closed(server: Live,
     await goes_on(other_game)
 
 
+BAD_HELLOS = [
+    {"t": "hello", "id": 1, "version": float("nan")},
+    {"t": "hello", "id": 1, "version": float("inf")},
+    {"t": "hello", "id": 1, "version": 1.0},
+    {"t": "hello", "id": 1, "version": 1, "client": "bot\u202egnp.exe"},  # right-to-left
+    {"t": "hello", "id": 1, "version": 1, "client": "x" * 101},
+    {"t": "hello", "id": 1, "version": "1\u00e9" * 40},  # quoted back in the message
+    {"t": "hello", "id": 1},
+    {"t": "hello", "id": 1, "version": 1, "extra": True},
+]
+
+
+@pytest.mark.parametrize("hello", BAD_HELLOS, ids=lambda h: repr(h)[:60])
+async def test_a_bad_hello_is_refused_and_closed_at_once(serve: Serve,
+                                                         hello: dict[str, object]) -> None:
+    """A hello that is not valid gets bad_request, and the connection is closed at once
+    with CLOSE_BAD_HELLO (not left open, answering nothing useful, until the hello
+    deadline); the server answers other connections meanwhile."""
+    async with serve(hello_timeout_s=60.0) as live:
+        raw = await RawSocket.open(live.url, hello=False)
+        began = asyncio.get_running_loop().time()
+        reply = await raw.request(hello)
+        assert isinstance(reply, p.ErrorReply) and reply.code == "bad_request", reply
+        assert await raw.closed_with() == p.CLOSE_BAD_HELLO
+        assert asyncio.get_running_loop().time() - began < 5.0
+        other = await RawSocket.open(live.url)
+        assert await other.request({"t": "ping", "id": 2}) == p.Pong(id=2)
+        await other.close()
+
+
+async def test_a_bad_second_hello_only_gets_bad_request(server: Live) -> None:
+    """Once greeted, a bad hello is one more bad frame: the connection stays."""
+    raw = await RawSocket.open(server.url)
+    error(await raw.request({"t": "hello", "id": 2, "version": 1.0}), 2)
+    assert await raw.request({"t": "ping", "id": 3}) == p.Pong(id=3)
+    await raw.close()
+
+
 async def test_too_many_requests_are_rate_limited(server: Live, other_game: Game) -> None:
     raw = await RawSocket.open(server.url)
     burst = int(server.settings.conn_burst)

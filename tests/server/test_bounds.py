@@ -4,8 +4,9 @@ bounded, and the server says so with documented codes.
 Deadlines (close 4408), caps on connections per address (HTTP 429) and in all (503) with
 /healthz and /metrics still answering, accept failures logged once per interval (a server
 process with a real, lowered open-files limit), seeks capped per account, address and in
-all, the lobby reply within the protocol's limits at 10,500 open seeks, pending challenges
-capped per target and per challenger, and declines that cost the decliner nothing.
+all, the lobby reply within the protocol's limits at 10,500 open seeks, and declines that
+cost the decliner nothing (pending challenges are capped per challenger and per address:
+tests/server/test_inbox.py).
 """
 
 from __future__ import annotations
@@ -393,28 +394,6 @@ async def test_the_lobby_shows_a_page_and_counts_the_rest(serve: Serve) -> None:
 # -- challenges ------------------------------------------------------------------------------------
 def challenge_fields(to: str) -> dict[str, Any]:
     return {"to": to, "game": "hadron", "options": {}, "clock": CLOCK}
-
-
-async def test_pending_challenges_are_capped_per_challenger_and_per_target(serve: Serve
-                                                                           ) -> None:
-    async with serve(max_challenges_per_challenger=2, max_challenges_per_target=3) as live:
-        t1, t2, t3 = [await live.clients.guest() for _ in range(3)]
-        a, b = await live.clients.guest(), await live.clients.guest()
-        await a.call(p.Challenge, **challenge_fields(t1.name))
-        second = await a.call(p.Challenge, **challenge_fields(t2.name))
-        refused = await a.refused(p.Challenge, **challenge_fields(t3.name))
-        assert refused.code == p.ErrorCode.CONFLICT and "pending" in refused.message
-        await t2.call(p.DeclineChallenge, challenge_id=second.challenge_id)
-        await a.call(p.Challenge, **challenge_fields(t3.name))  # a place again
-        await b.call(p.Challenge, **challenge_fields(t1.name))
-        c = await live.clients.guest()
-        await c.call(p.Challenge, **challenge_fields(t1.name))  # t1's third
-        d = await live.clients.guest()
-        refused = await d.refused(p.Challenge, **challenge_fields(t1.name))
-        assert refused.code == p.ErrorCode.CONFLICT and t1.name in refused.message
-        await c.close()  # leaving withdraws its challenges
-        await t1.wait_for(p.ChallengeEnded, reason="cancelled")
-        await d.call(p.Challenge, **challenge_fields(t1.name))
 
 
 @one_backend

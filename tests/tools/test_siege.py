@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 
 import engine
-from clients.siege.attacks import ATTACKS
+from clients.siege.attacks import ATTACKS, bad_hellos
 from server.storage import sqlite_url
 
-# twelve attacks, each with a server, canaries and attacker processes of its own: minutes on
+# fourteen attacks, each with a server, canaries and attacker processes of its own: minutes on
 # a busy machine, beyond the suite's per-test bound for a hang (pyproject.toml)
 pytestmark = pytest.mark.timeout(900)
 
@@ -37,7 +37,8 @@ SHORT = ["--seconds", "2", "--quiet", "0.5", "--settle", "1",
          "--wrong-passwords", "20", "--login-flooders", "8", "--guest-flooders", "4",
          "--idle", "200", "--fd-connections", "300", "--per-process", "200",
          "--per-address", "20", "--slowloris", "100", "--guests", "40", "--seeks", "5",
-         "--challengers", "8", "--window", "16",
+         "--challengers", "8", "--window", "16", "--inbox-flooders", "20",
+         "--inbox-interval", "0.2", "--bad-hellos", "4",
          "--spam-guests", "20", "--askers", "4", "--pages", "2", "--wave", "300"]
 UNTIMED_TARGETS = ("no_canary_disconnect", "healthz", "no_move_lost", "memory")
 
@@ -128,7 +129,8 @@ def test_no_attack_made_or_took_an_account(short_run: tuple[int, Any], workdir: 
     for: wrong passwords and floods register nobody."""
     held = accounts(workdir / attack / "tessera.db")
     humans = set(held.get("human", []))
-    extra = {"botfan"} if attack == "challenge-flood" else set()
+    extra = {"challenge-flood": {"botfan"},  # the siege's own players of these two
+             "inbox-flood": {"inboxtarget", "inboxfriend"}}.get(attack, set())
     assert humans == SIEGE_ACCOUNTS | extra, (attack, held)
     assert set(held) <= {"human", "guest", "bot"}, held
     assert held.get("bot", []) == (["siegebot"] if attack == "challenge-flood" else [])
@@ -230,6 +232,40 @@ def test_challenge_flood_the_bot_still_plays_and_stops_on_one_sigterm(
     assert sum(r["bot"]["games_with_canary"].values()) >= 1
     assert not r["bot"]["stop"]["killed"], r["bot"]
     assert r["bot"]["stop"]["sigterms"] == 1, r["bot"]
+
+
+def test_inbox_flood_the_friend_reaches_the_flooded_player_every_time(
+        short_run: tuple[int, Any], workdir: Path) -> None:
+    """Twenty guests flood one player with challenges: the registered friend's challenges
+    are each created and received (the server's answers); once the player lets only
+    registered players challenge, no guest's is taken (``forbidden``, or ``conflict`` for
+    a guest at its own cap, which is looked at first), and the server holds that choice
+    with the account (its own table)."""
+    r = short_run[1]["inbox-flood"]
+    verdict = r["targets"]["legitimate_challenger"]
+    assert verdict["ok"] and verdict["tries"] >= 2, verdict
+    a = r["attacker"]
+    assert a["guests"] > 0 and a["guests_while"]["everyone"]["accepted"] > 0
+    after = a["guests_while"]["registered"]
+    assert after["accepted"] == 0, after
+    assert set(after["refused"]) <= {"forbidden", "conflict", "rate_limited"}, after
+    assert after["refused"].get("forbidden", 0) > 0
+    db = workdir / "inbox-flood" / "tessera.db"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        policy = conn.execute("SELECT challenge_policy FROM users WHERE name = ?",
+                              ("inboxtarget",)).fetchone()
+    assert policy == ("registered",)
+
+
+def test_bad_hellos_are_each_closed_at_once_with_the_documented_code(
+        short_run: tuple[int, Any]) -> None:
+    r = short_run[1]["bad-hello"]
+    verdict = r["targets"]["bad_hello_closed"]
+    assert verdict["ok"], verdict
+    a = r["attacker"]
+    assert set(a["by_kind"]) == {kind for kind, _, _ in bad_hellos()}  # each one sent
+    assert a["accepted"] == 0 and set(a["closed"]) == {"4400", "1008"}
+    assert a["refused"]["bad_request"] == a["closed"]["4400"] > 0
 
 
 def test_request_flood_is_rate_limited(short_run: tuple[int, Any]) -> None:

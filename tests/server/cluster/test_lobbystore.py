@@ -218,33 +218,45 @@ async def test_a_passed_over_owner_is_excluded_and_a_seek_restored_in_its_place(
     assert await seeks.open(await rated_seek(seeks, 5, 1500.0), FIVE, exclude=[]) == first
 
 
-async def test_pending_challenges_are_bounded_per_challenger_and_per_target(
+async def test_pending_challenges_are_bounded_per_challenger_and_per_address(
         stores: tuple[SeekStore, ChallengeStore]) -> None:
+    """Caps per challenger and per address; none per target, however many wait for it."""
     seeks, challenges = stores
-    caps = ChallengeCaps(per_challenger=2, per_target=3)
+    caps = ChallengeCaps(per_challenger=2, per_address=3)
 
-    async def challenge(challenger: int, target: int) -> Challenge:
+    async def challenge(challenger: int, target: int, address: str) -> Challenge:
         made = Challenge(p.ChallengeReceived(
             challenge_id=await seeks.new_id(),
             from_=p.User(name=f"user{challenger}", kind="human"), game="hadron",
             options={}, clock=FAST, color=0), challenger, "n1", target,
-            p.User(name=f"user{target}", kind="human"), "n2")
+            p.User(name=f"user{target}", kind="human"), "n2", address)
         await challenges.create(made, caps)
         return made
 
-    one = await challenge(1, 9)
-    await challenge(1, 8)
-    with pytest.raises(ProtocolError, match="at most 2 pending challenges"):
-        await challenge(1, 7)
-    await challenge(2, 9)
-    await challenge(3, 9)
-    with pytest.raises(ProtocolError, match="user9 has 3 challenges waiting"):
-        await challenge(4, 9)
+    one = await challenge(1, 9, "10.0.0.1")
+    await challenge(1, 8, "10.0.0.1")
+    with pytest.raises(ProtocolError, match="at most 2 pending challenges:"):
+        await challenge(1, 7, "10.0.0.9")
+    await challenges.check_room(1, "10.0.0.9", ChallengeCaps(per_challenger=3))
+    with pytest.raises(ProtocolError, match="at most 2 pending challenges:"):
+        await challenges.check_room(1, "10.0.0.9", caps)  # the same look, before the work
+    await challenge(2, 9, "10.0.0.1")  # the address's third
+    with pytest.raises(ProtocolError, match="at most 3 pending challenges from one address"):
+        await challenge(3, 9, "10.0.0.1")
+    with pytest.raises(ProtocolError, match="from one address"):
+        await challenges.check_room(3, "10.0.0.1", caps)
+    await challenges.check_room(3, "10.0.0.2", caps)
+    for k in range(30, 50):  # twenty more for user 9, from elsewhere: no cap of its own
+        await challenge(k, 9, f"10.0.1.{k}")
     assert await challenges.get(one.challenge_id) == one
     assert await challenges.answer(one.challenge_id, 9) == one
     assert await challenges.get(one.challenge_id) is None
-    await challenge(4, 9)  # the target's count went down with the answer
-    await challenge(1, 7)  # and so did the challenger's
+    await challenge(3, 9, "10.0.0.1")  # the address's count went down with the answer
+    await challenge(1, 7, "10.0.0.2")  # and so did the challenger's
+    left = await challenges.withdraw_all(2)
+    assert [c.challenger_id for c in left] == [2]
+    await challenge(50, 9, "10.0.0.1")  # a leaver's challenges free its address's share
+    assert len(await challenges.withdraw_all(9)) == 22
 
 
 @pytest.fixture(params=["memory", "redis"])

@@ -9,6 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from server.storage import (
+    ChallengeTerms,
     ChatSent,
     CommitQueue,
     Conflict,
@@ -185,6 +186,28 @@ async def test_playing_ids_and_counts_name_only_games_in_progress(db: Database) 
     assert await store.playing_counts([alice.id, carol.id, bot.id]) == {
         alice.id: 2, carol.id: 0, bot.id: 2}
     assert await store.playing_counts([]) == {}
+
+
+async def test_challenge_terms_read_the_policy_and_any_game_together(db: Database) -> None:
+    """Who a user takes challenges from, as stored, and whether two users have a game in
+    the records (either seat, in progress or over); an unknown target takes none."""
+    await db.upgrade()
+    store = Store(db.engine())
+    alice, bob, carol = [await store.create_user(name, "human") for name in ("A", "B", "C")]
+    assert await store.challenge_terms(alice.id, bob.id) == ChallengeTerms("everyone", False)
+    game = await new_game(store, (bob, alice))
+    async with CommitQueue(open_batch_writer(store.engine)) as writer:
+        await writer.submit(GameFinished(game, 0, "resign", 1, at(9)))
+    await store.set_challenge_policy(alice.id, "registered")
+    assert await store.challenge_terms(alice.id, bob.id) == ChallengeTerms("registered", True)
+    assert await store.challenge_terms(bob.id, alice.id) == ChallengeTerms("everyone", True)
+    assert await store.challenge_terms(alice.id, carol.id) == ChallengeTerms("registered",
+                                                                             False)
+    assert (await store.get_user_by_name("a")).challenge_policy == "registered"  # type: ignore[union-attr]
+    assert await store.challenge_terms(carol.id + 100, alice.id) == ChallengeTerms("nobody",
+                                                                                   False)
+    with pytest.raises(ValueError):
+        await store.set_challenge_policy(alice.id, "friends")  # type: ignore[arg-type]
 
 
 async def history(store: Store, players: tuple[User, User], engine: AsyncEngine) -> list[str]:

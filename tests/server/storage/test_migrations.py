@@ -89,9 +89,10 @@ def test_migrations_are_found_without_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert head_revision() == "0005"
+    assert head_revision() == "0006"
     directory = migrations_dir()
     for shipped in ("env.py", "script.py.mako", "alembic.ini", "versions/0001_initial_schema.py",
                     "versions/0002_index_revoked_tokens.py", "versions/0003_game_epoch.py",
-                    "versions/0004_ratings.py", "versions/0005_index_chat_user_id.py"):
+                    "versions/0004_ratings.py", "versions/0005_index_chat_user_id.py",
+                    "versions/0006_challenge_policy.py"):
         assert (directory / shipped).is_file(), shipped

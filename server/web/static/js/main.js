@@ -12,6 +12,12 @@ import { LeaderboardView, ProfileView } from "./ratings.js";
 import { Sound } from "./sound.js";
 
 const TOKEN_KEY = "tessera.session";
+// who may challenge you (set_challenge_policy, docs/PROTOCOL.md), as the page says it
+const CHALLENGE_POLICIES = [
+  ["everyone", "Challenges: everyone"],
+  ["registered", "Challenges: registered players"],
+  ["nobody", "Challenges: nobody"],
+];
 
 function stored(value) {
   try {
@@ -31,6 +37,7 @@ class Session {
     this.changed = changed;
     this.user = null;
     this.activeGames = new Set();
+    this.challengePolicy = "everyone";
   }
 
   /** Log in again with the stored session token (after a reload or a reconnect). */
@@ -51,6 +58,7 @@ class Session {
   _authed(reply) {
     this.user = reply.user;
     this.activeGames = new Set(reply.active_games);
+    this.challengePolicy = reply.challenge_policy || "everyone";
     stored(reply.session_token);
     this.changed();
   }
@@ -58,6 +66,12 @@ class Session {
   async guest() { this._authed(await this.conn.request("guest")); }
   async login(username, password) { this._authed(await this.conn.request("login", { username, password })); }
   async register(username, password) { this._authed(await this.conn.request("register", { username, password })); }
+
+  /** Choose who may challenge you: kept with your account by the server. */
+  async setChallengePolicy(policy) {
+    await this.conn.request("set_challenge_policy", { policy });
+    this.challengePolicy = policy;
+  }
 
   async logout() {
     await this.conn.request("logout");
@@ -96,6 +110,8 @@ class Challenges {
     this.items.delete(msg.challenge_id);
     if (item && !item.incoming && msg.reason === "declined") {
       this.app.notify(`${item.offer.to} declined your challenge${msg.message ? `: ${msg.message}` : "."}`);
+    } else if (item && !item.incoming && msg.reason === "cancelled" && msg.message) {
+      this.app.notify(`Your challenge to ${item.offer.to} ended: ${msg.message}`); // it expired
     }
     this.render();
   }
@@ -205,12 +221,30 @@ class App {
     const user = this.session.user;
     if (user) {
       fill(box, h("a", { class: "me", href: `/profile/${user.name}`, "data-link": "", dataset: { kind: user.kind } }, userText(user)),
+        this.challengePolicyControl(),
         h("button", { type: "button", class: "logout", onclick: () => this.session.logout().catch((e) => this.notify(e.message)) }, "Log out"));
     } else {
       fill(box, h("button", { type: "button", class: "login-open", onclick: () => this.loginForm() }, "Log in"),
         h("button", { type: "button", class: "guest", onclick: () => this.session.guest().catch((e) => this.notify(e.message)) }, "Play as guest"));
     }
     if (this.view && this.view.onSession) this.view.onSession();
+  }
+
+  /** The setting of who may challenge you: everyone, registered players, nobody. */
+  challengePolicyControl() {
+    const select = h("select", { name: "challenge-policy", class: "challenge-policy", "aria-label": "who may challenge you",
+                                 title: "Who may challenge you (registered players: no guests). Kept with your account." },
+      CHALLENGE_POLICIES.map(([value, text]) => h("option", { value, text, selected: value === this.session.challengePolicy })));
+    select.addEventListener("change", () => {
+      const chosen = select.value;
+      select.disabled = true;
+      this.session.setChallengePolicy(chosen)
+        .then(() => { select.dataset.policy = chosen; })
+        .catch((e) => { select.value = this.session.challengePolicy; this.notify(e.message); })
+        .finally(() => { select.disabled = false; });
+    });
+    select.dataset.policy = this.session.challengePolicy;
+    return select;
   }
 
   loginForm() {
