@@ -156,7 +156,10 @@ class Cluster:
             directory.mkdir()
             node = self.nodes[node_id] = ServerProcess(
                 self.db_url, directory, "--cluster", self.redis_url, "--cluster-name",
-                self.cluster_name, "--node-id", node_id, "--grace", "0.4", *extra)
+                self.cluster_name, "--node-id", node_id, "--grace", "0.4",
+                # one guest budget per address over the whole cluster, and these tests
+                # make many guests from 127.0.0.1 (on one process each test starts anew)
+                "--guest-burst", "10000", *extra)
         await node.start(timeout)
         return node
 
