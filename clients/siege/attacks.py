@@ -323,19 +323,25 @@ async def guests(port: int, count: int, tally: Tally, deadline: float,
     return out
 
 
+async def unpairable_seeks(conn: Connection, k: int, count: int, deadline: float,
+                           tally: Tally) -> None:
+    """Guest ``k`` opens ``count`` seeks nobody can pair with (each its own clock)."""
+    for j in range(count):
+        if time.monotonic() > deadline:
+            return
+        base_ms = 60_000 + (k * count + j) * 1000
+        with contextlib.suppress(Disconnected, asyncio.TimeoutError):
+            await call_counted(conn, tally, p.Seek, game="hadron", options={"size": 5},
+                               clock=p.Fischer(base_ms=base_ms, increment_ms=0))
+
+
 async def lobby_poison(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """Many guests each opening several seeks that nobody can pair with (every one with a
     different clock), then a newcomer asks for the lobby."""
     deadline = time.monotonic() + params["seconds"]
 
     async def seeks(k: int, conn: Connection) -> None:
-        for j in range(params["seeks"]):
-            if time.monotonic() > deadline:
-                return
-            base_ms = 60_000 + (k * params["seeks"] + j) * 1000
-            with contextlib.suppress(Disconnected, asyncio.TimeoutError):
-                await call_counted(conn, tally, p.Seek, game="hadron", options={"size": 5},
-                                   clock=p.Fischer(base_ms=base_ms, increment_ms=0))
+        await unpairable_seeks(conn, k, params["seeks"], deadline, tally)
 
     conns = await guests(port, params["clients"], tally, deadline, then=seeks)
     tally.extra["seeks_open"] = tally.accepted
@@ -403,13 +409,7 @@ async def lobby_spam(port: int, params: dict[str, Any], tally: Tally, ready: Rea
     sizes: list[int] = []
 
     async def seeks(k: int, conn: Connection) -> None:
-        for j in range(params["seeks"]):
-            if time.monotonic() > deadline:
-                return
-            base_ms = 60_000 + (k * params["seeks"] + j) * 1000
-            with contextlib.suppress(Disconnected, asyncio.TimeoutError):
-                await call_counted(conn, tally, p.Seek, game="hadron", options={"size": 5},
-                                   clock=p.Fischer(base_ms=base_ms, increment_ms=0))
+        await unpairable_seeks(conn, k, params["seeks"], deadline, tally)
 
     async def ask(conn: Connection, kind: type[Any], **fields: Any) -> p.Lobby | None:
         reply = await call_counted(conn, lobby, kind, **fields)
