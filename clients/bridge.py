@@ -216,6 +216,8 @@ class EngineProcess:
         except subprocess.TimeoutExpired:
             code = None
         how = "closed its output" if code is None else f"exited with code {code}"
+        if code is not None:  # its stderr is closed too: let the reader take the last lines
+            self._threads[2].join(timeout=0.5)
         tail = " | ".join(self.stderr_tail)
         return f"{how} {when}" + (f"; its last stderr: {tail}" if tail else "")
 
