@@ -538,6 +538,14 @@ def _run_loadgens(mode: str, url: str, workdir: Path, shares: list[int], seconds
 
 
 BENCH_CONNECTIONS_PER_ADDRESS = 1_000_000  # the open-files limit still caps the total
+# Every simulated client comes from this machine's one address: the per-address limits
+# would ration the whole load as one client's. The same for one process and for a cluster.
+ONE_ADDRESS_ARGS = (
+    "--guests-per-hour", "0",  # every guest comes from one address here
+    "--logins-per-minute", "0",  # and every registration (--rated)
+    "--hash-queue", "0",  # whose password hashes queue before the clock starts
+    "--max-connections-per-address", str(BENCH_CONNECTIONS_PER_ADDRESS),
+    "--max-challenges-per-address", str(BENCH_CONNECTIONS_PER_ADDRESS))
 
 
 def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = None,
@@ -551,11 +559,7 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
               else ["-m", "tests.tools.movecost", str(stages)])
     args = [*module, "serve", "--port", "0", "--db", db_url,
             "--ready-file", str(workdir / f"{name}.port"), "--log-level", "warning",
-            "--guests-per-hour", "0",  # every guest comes from one address here
-            "--logins-per-minute", "0",  # and every registration (--rated)
-            "--hash-queue", "0",  # whose password hashes queue before the clock starts
-            # every simulated client comes from this machine's one address
-            "--max-connections-per-address", str(BENCH_CONNECTIONS_PER_ADDRESS)]
+            *ONE_ADDRESS_ARGS]
     if loop is not None:
         args += ["--loop", loop]
     return start(args, workdir / f"{name}.port", workdir / f"{name}.log"), db_url
@@ -640,11 +644,7 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
     (``rated``: rated games between registered users, as on one process)."""
     loop = asyncio.get_running_loop()
     async with PrivateCluster(workdir / "cluster", nodes, db_url=db_url, redis_url=redis_url,
-                              extra_args=("--guests-per-hour", "0",  # one address here
-                                          "--logins-per-minute", "0",  # (--rated)
-                                          "--hash-queue", "0",
-                                          "--max-connections-per-address",
-                                          str(BENCH_CONNECTIONS_PER_ADDRESS))) as cluster:
+                              extra_args=ONE_ADDRESS_ARGS) as cluster:
         for node in cluster.nodes:
             await asyncio.to_thread(node.start)
         readings: list[tuple[float, float, dict[int, float], float]] = []

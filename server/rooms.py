@@ -316,7 +316,7 @@ class GameRoom:
         stored, the event is not sent (the absence itself still counts for ``claim_win``).
         """
         try:
-            await self._writer.submit(SeqAdvanced(self.game_id, event.seq))
+            await self._writer.submit(SeqAdvanced(self.game_id, event.seq, self.epoch))
         except StorageError as exc:
             log.warning("presence event not sent: its seq could not be stored: %s", exc,
                         extra={"game_id": self.game_id})
@@ -429,11 +429,12 @@ class GameRoom:
         move_text = new_state.last_move or ""
         seq = self.seq + 1
         item = MovePlayed(self.game_id, self.state.ply, seq, move_text, seat, used, after_move,
-                          ms_to_datetime(now))
+                          ms_to_datetime(now), self.epoch)
         changes: GameRatings | None = None
         if new_state.is_over:
             finish = GameFinished(self.game_id, new_state.winner, "normal", seq + 1,
-                                  ms_to_datetime(now), "over", rated=self._rated_players())
+                                  ms_to_datetime(now), "over", self.epoch,
+                                  rated=self._rated_players())
             stored = await asyncio.gather(self._writer.submit(item),
                                           self._writer.submit(finish), return_exceptions=True)
             if isinstance(stored[0], WriteFailed) and isinstance(stored[1], WriteFailed):
@@ -506,7 +507,7 @@ class GameRoom:
             self._seat(player.user_id)
             seq = self.seq + 1
             await self._stored(self._writer.submit(ChatSent(
-                self.game_id, seq, player.user_id, text, ms_to_datetime(now_ms()))),
+                self.game_id, seq, player.user_id, text, ms_to_datetime(now_ms()), self.epoch)),
                 "chat line")
             self.seq = seq
             self.broadcast(ChatMessage(game_id=self.game_id, seq=seq, from_=player.name,
@@ -527,7 +528,7 @@ class GameRoom:
         seq = self.seq + 1
         changes = await self._stored(self._writer.submit(GameFinished(
             self.game_id, winner, reason, seq, ms_to_datetime(now), cast(Any, status.stored),
-            rated=self._rated_players())), f"end of the game ({reason})")
+            self.epoch, rated=self._rated_players())), f"end of the game ({reason})")
         if spent is not None:
             self.clock.remaining[spent[0]] = spent[1]
         self._ended(winner, reason, status, seq, changes)

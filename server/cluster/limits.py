@@ -11,10 +11,13 @@ clocks differ share it fairly), and it expires once it would be full again anywa
 request itself (a script call costs about as much CPU as a move). So a node
 takes up to ``batch`` tokens at once (``rate / 4``, at most ``burst / 8``: 10 of the
 default 40/s, burst 80) and spends them from memory; what it has not spent within
-``hold_s`` (0.5 s) is dropped, never given back. The budget over all nodes therefore holds
+``hold_s`` (10 s) is dropped, never given back. The hold is long so that the batch pays off
+for a player at play (a move or two a second): one script call per ``batch`` requests, not
+one per request. The budget over all nodes therefore holds
 exactly: a token is spent at most once, wherever it was taken. What it costs the account is
 at most ``batch - 1`` tokens a node it uses, left over when it goes quiet there: a user on
-two nodes can be refused slightly before the full budget, never allowed past it. While
+two nodes can be refused slightly before the full budget, never allowed past its rate (a
+burst may reach ``burst + batch - 1`` a node: tokens held since a quiet moment). While
 Redis cannot be reached, each node keeps the budget by itself (a ``BucketTable``).
 
 ``server.ratelimit.AccountLimits`` is the interface; ``MemoryTokenBuckets`` there is a lone
@@ -47,7 +50,7 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'stamp', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate) + 1000)
 return {got, tostring(wait)}
 """
-HOLD_S = 0.5  # tokens taken in a batch and not spent within this are dropped
+HOLD_S = 10.0  # tokens taken in a batch and not spent within this are dropped
 
 
 class RedisTokenBuckets:

@@ -7,23 +7,29 @@ and its entry in the ``NodeRegistry``, the lobby's stores in Redis (``lobbystore
 makes the games of the process a cluster's (docs/SCALING.md):
 
 - **Ownership.** A game started here is leased first and created at epoch 0; its room
-  (``owned.owned_room_class``) publishes every event on the game's channel and writes
-  fenced. A game is *taken over* (``take_over``: lease, ``Store.take_over_game``, the
-  stored moves replayed, clocks started as after a restart, an unasked ``game_state``
-  published) when a periodic sweep finds it playing with no lease (its owner stopped, or
-  its lease ran out), or held by a dead process (``dead_owners``: the registry declares a
-  node dead as soon as its process is gone, before its leases run out; its leases are
-  broken then, which the fencing epoch makes safe), or on demand when a request finds no
-  owner, or an owner that is dead. A game is *lost* when its lease
-  is (``Leases.on_lost``) or the database refuses a write (``StaleEpoch``): the room stops,
-  and its connections here follow the game from the store and the new owner instead.
+  (``owned.owned_room_class``) publishes its events on the game's channel while another node
+  may follow it (below) and writes fenced. A game is *taken over* (``take_over``: lease,
+  ``Store.take_over_game``, the stored moves replayed, clocks started as after a restart, an
+  unasked ``game_state`` published) when a periodic sweep finds it playing with no lease
+  (its owner stopped, or its lease ran out), or held by a dead process (``dead_owners``: the
+  registry declares a node dead as soon as its process is gone, before its leases run out;
+  its leases are broken then, which the fencing epoch makes safe), or on demand when a
+  request finds no owner, or an owner that is dead. A game is *lost* when its lease is
+  (``Leases.on_lost``) or the database refuses a write (``StaleEpoch``): the room stops, and
+  its connections here follow the game from the store and the new owner instead.
 - **Routing.** A request about a game owned elsewhere (move, resign, abort, claim_win,
   chat; watch and resume) is sent to the owner (``call_owner``: the owner named by the
   lease; retried while a takeover happens) and its answer given to the client as if
   served here. The events a request caused come back with its reply, so a player sees
   ``moved`` before ``move_ack`` as on one server.
 - **Events.** Connections following a game owned elsewhere are fed by a ``RemoteGame``
-  (``remote``), subscribed to the game's channel; a gap is filled from the owner.
+  (``remote``), subscribed to the game's channel; a gap is filled from the owner. A node
+  follows a game only after it subscribed and then asked its owner something about it
+  (``follow``, ``events``, ``seat``, ``game``), or was asked by the owner to seat a player;
+  each of these *marks* the game followed at the owner, which publishes its events from
+  then on, until a publish reaches nobody with no mark made since it was sent. A game no
+  other node follows (both players and every spectator here: most games) costs Redis
+  nothing per move.
 
 The ops a node serves to the others (``Bus.serve``): ``game`` (a player's action),
 ``follow`` (watch or resume: the missed events or a snapshot; a player's seat is then
@@ -77,7 +83,7 @@ from .lockout import RedisLockout
 from .nodes import NodeRegistry
 from .owned import RemoteSeat, owned_room_class
 from .presence import RedisPresence
-from .remote import SNAPSHOT, RemoteGame
+from .remote import FINAL, SNAPSHOT, RemoteGame
 
 if TYPE_CHECKING:
     from server.host import Host
@@ -110,6 +116,7 @@ class NodeStats:
     takeovers: int = 0
     lost: int = 0
     published: int = 0
+    unpublished: int = 0  # events of games no other node followed: not sent to Redis
     rtt_s: float = 0.0  # the forwarded requests' round trips, summed
     rtt_counts: list[int] = dataclasses.field(
         default_factory=lambda: [0] * (len(RTT_BUCKETS) + 1))
@@ -146,6 +153,8 @@ class NodeMetrics:
                 ("games_lost", "Games lost to another node (lease or epoch)", stats.lost),
                 ("events_published", "Game events published to other nodes",
                  stats.published),
+                ("events_unpublished", "Game events no other node followed (not published)",
+                 stats.unpublished),
                 ("bus_gaps", "Reconnections to Redis after which events may have been missed",
                  node.bus.stats.gaps)):
             yield CounterMetricFamily(f"tessera_cluster_{name}_total", text, value=value)
@@ -272,6 +281,9 @@ class ClusterNode:
         self._seats: dict[tuple[str, str, int], RemoteSeat] = {}
         self._taking: dict[str, asyncio.Task[bool]] = {}
         self._owners: dict[str, str] = {}  # a game's owner as last found (a hint)
+        # games owned here that another node may follow -> the mark made last (docstring)
+        self._followed: dict[str, int] = {}
+        self._marks = itertools.count(1)
         self._reclaiming: dict[str, asyncio.Task[None]] = {}
         # games lost whose connections here do not follow them yet: (room, connections)
         self._orphans: dict[str, tuple[GameRoom, list[Any]]] = {}
@@ -418,6 +430,7 @@ class ClusterNode:
 
     def finished(self, room: GameRoom) -> None:
         self._drop_seats(room.game_id)
+        self._followed.pop(room.game_id, None)
         self.spawn(self.leases.release(room.game_id))
 
     def holds(self, game_id: str) -> bool:
@@ -430,12 +443,30 @@ class ClusterNode:
             return True  # cannot tell: the refusal stands (the lease's time bounds it)
 
     def publish(self, game_id: str, seq: int, kind: str, frame: bytes) -> None:
-        """Publish a game's event on its channel, with this event-loop turn's other
-        publishes (a failure is logged: the followers' gap detection fetches what they
-        missed)."""
+        """Publish a game's event on its channel if another node may follow it, with this
+        event-loop turn's other publishes (a failure is logged: the followers' gap
+        detection fetches what they missed)."""
+        mark = self._followed.get(game_id)
+        if mark is None:
+            self.stats.unpublished += 1
+            return
+        if kind == FINAL:
+            del self._followed[game_id]
         self.stats.published += 1
         self.bus.publish_soon(self.keys.game_channel(game_id),
-                              msgpack.packb([seq, kind, frame], use_bin_type=True))
+                              msgpack.packb([seq, kind, frame], use_bin_type=True),
+                              partial(self._reached, game_id, mark))
+
+    def mark_followed(self, game_id: str) -> None:
+        """Another node may follow a game owned here (it subscribed to the channel before
+        it asked): publish its events."""
+        self._followed[game_id] = next(self._marks)
+
+    def _reached(self, game_id: str, mark: int, receivers: int) -> None:
+        """A publish reached nobody: unless a node marked the game since it was sent,
+        nobody follows it elsewhere any more."""
+        if not receivers and self._followed.get(game_id) == mark:
+            del self._followed[game_id]
 
     async def confirm(self, game_id: str) -> bool:
         reclaim = self._reclaiming.get(game_id)
@@ -469,6 +500,7 @@ class ClusterNode:
         if room is None:
             return
         room.lost = True  # type: ignore[attr-defined]
+        self._followed.pop(game_id, None)
         self.stats.lost += 1
         log.warning("cluster: lost game %s (%s)", game_id, why,
                     extra={"game_id": game_id})
@@ -550,6 +582,7 @@ class ClusterNode:
                  extra={"game_id": game_id})
         frame = p.encode(p.GameState(game=room.snapshot()))
         if games.live(game_id) is room:
+            self.mark_followed(game_id)  # the last owner's followers: until none is left
             self.publish(game_id, room.seq, SNAPSHOT, frame)
         followers: list[tuple[Any, int | None]] = []
         remote = self.remote.pop(game_id, None)
@@ -890,6 +923,7 @@ class ClusterNode:
         if room is None or not self.leases.holds(game_id):
             raise RemoteError(NOT_OWNER, f"node {self.node_id} does not run {game_id}")
         self.stats.served += 1
+        self.mark_followed(game_id)  # the asker subscribed first
         return room
 
     async def _serve_game(self, body: dict[str, Any], _sender: str) -> dict[str, Any]:
@@ -955,6 +989,7 @@ class ClusterNode:
         body = {"g": room.game_id, "u": user_id,
                 "pids": [player.user_id for player in room.players],
                 "started": started, "after": after}
+        self.mark_followed(room.game_id)
         try:
             await self.bus.request(node, "seat_player", body)
         except Exception as exc:  # they resume, as after any lost connection

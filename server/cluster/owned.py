@@ -1,16 +1,17 @@
-"""A game this node owns: its room publishes every event and writes under its epoch.
+"""A game this node owns: its room publishes its events and writes under its epoch.
 
 :class:`OwnedRoom` is the ordinary :class:`~server.rooms.GameRoom` with two differences,
 both outside the room's own code (a lone server's move path is untouched):
 
-- every event it sends its listeners is also published on the game's channel (through
-  the node's ``Publisher``, which sends a loop turn's events in one pipeline, in order), for
-  the nodes whose connections follow the game (``remote.RemoteGame``);
+- every event it sends its listeners is also published on the game's channel while
+  another node may follow the game (``ClusterNode.publish``: a loop turn's events in one
+  pipeline, in order), for the nodes whose connections follow it (``remote.RemoteGame``);
 - everything it stores goes through a :class:`FencedWriter`: the item carries the room's
-  epoch, so the database refuses it once another node took the game over (``StaleEpoch``),
-  and nothing is even tried once the lease is not held (``Leases.holds``); either way
-  the node is told it lost the game (``on_lost``) and the request fails with
-  ``internal_error`` (safe to resend: it then goes to the new owner).
+  epoch (as every room's items do; a lone server's have none), so the database refuses it
+  once another node took the game over (``StaleEpoch``), and nothing is even tried once the
+  lease is not held (``Leases.holds``); either way the node is told it lost the game
+  (``on_lost``) and the request fails with ``internal_error`` (safe to resend: it then goes
+  to the new owner).
 
 A player's connections on other nodes count as present through one :class:`RemoteSeat`
 per (node, seat): a listener that receives nothing (their node relays from the channel).
@@ -18,7 +19,6 @@ per (node, seat): a listener that receives nothing (their node relays from the c
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -72,8 +72,9 @@ class FencedWriter:
         return await self._submit(item)
 
     async def _submit(self, item: Item) -> GameRatings | None:
+        assert item.epoch == self._room.epoch, "a room's items carry its epoch"
         try:
-            return await self._writer.submit(dataclasses.replace(item, epoch=self._room.epoch))
+            return await self._writer.submit(item)
         except StaleEpoch:
             self._owner.lost(self._room.game_id, "stale epoch")
             raise

@@ -86,10 +86,13 @@ class RedisPresence:
 
     async def find(self, name: str) -> Online | None:
         nodes = sorted({self.node_id, *self._others()})
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for node in nodes:
-                pipe.hget(self.keys.online(node), name_key(name))
-            found = await pipe.execute()
+        if len(nodes) == 1:  # a pipeline of one costs twice a command
+            found = [await self.redis.hget(self.keys.online(self.node_id), name_key(name))]
+        else:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for node in nodes:
+                    pipe.hget(self.keys.online(node), name_key(name))
+                found = await pipe.execute()
         on = tuple(node for node, record in zip(nodes, found, strict=True) if record)
         record = next((r for r in found if r), None)
         return None if record is None else Online.unpack(record, on)

@@ -120,6 +120,13 @@ def _now(now: datetime | None) -> datetime:
     return datetime.now(UTC) if now is None else now
 
 
+# built once: a statement made anew per call costs more to build and key than to run
+_PLAYING_PLAYERS = select(_GAMES.c.player0_id, _GAMES.c.player1_id).where(
+    _GAMES.c.status == "playing",
+    or_(_GAMES.c.player0_id.in_(bindparam("ids", expanding=True)),
+        _GAMES.c.player1_id.in_(bindparam("ids", expanding=True))))
+
+
 class Store:
     """Queries and small writes over one engine; cheap to build, holds no connection."""
 
@@ -463,12 +470,8 @@ class Store:
         counts = dict.fromkeys(user_ids, 0)
         if not counts:
             return counts
-        games = _GAMES.c
         async with self.reader.connect() as conn:
-            rows = await conn.execute(
-                select(games.player0_id, games.player1_id).where(
-                    games.status == "playing",
-                    or_(games.player0_id.in_(counts), games.player1_id.in_(counts))))
+            rows = await conn.execute(_PLAYING_PLAYERS, {"ids": list(counts)})
             for row in rows:
                 for user_id in {row[0], row[1]}:
                     if user_id in counts:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, cast
 
-from sqlalchemy import Connection, Engine, Table, case, insert, select, text, update
+from sqlalchemy import Connection, Engine, Table, bindparam, case, insert, select, text, update
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -225,13 +225,19 @@ def _why_refused(conn: Connection, game_id: str, epoch: int) -> StorageError:
                       f"(the game is at {found.epoch})")
 
 
+_FENCED_FINISH = (update(GAMES)
+                  .where(GAMES.c.id == bindparam("g"), GAMES.c.status == "playing",
+                         GAMES.c.epoch == bindparam("e"))
+                  .values(status=bindparam("to_status"), winner=bindparam("to_winner"),
+                          reason=bindparam("to_reason"), last_seq=bindparam("to_seq"),
+                          ended_at=bindparam("to_ended_at")))
+
+
 def _finish(conn: Connection, item: GameFinished, epoch: int) -> bool:
-    return conn.execute(
-        update(GAMES)
-        .where(GAMES.c.id == item.game_id, GAMES.c.status == "playing",
-               GAMES.c.epoch == epoch)
-        .values(status=item.status, winner=item.winner, reason=item.reason,
-                last_seq=item.seq, ended_at=item.ended_at)).rowcount == 1
+    return conn.execute(_FENCED_FINISH, {
+        "g": item.game_id, "e": epoch, "to_status": item.status, "to_winner": item.winner,
+        "to_reason": item.reason, "to_seq": item.seq, "to_ended_at": item.ended_at}
+    ).rowcount == 1
 
 
 _PG_FENCED_MOVES = text("""
