@@ -32,7 +32,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -324,10 +324,14 @@ class Lobby:
     async def find(self, name: str) -> Online | None:
         """The online user of this name (the nodes are looked up again before saying
         they are not: one may have started a moment ago)."""
-        found = await self.presence.find(name)
-        if found is None:
+        return (await self.find_all([name]))[0]
+
+    async def find_all(self, names: Sequence[str]) -> list[Online | None]:
+        """``find`` for each name, in one look (two if one is not found)."""
+        found = await self.presence.find_all(names)
+        if None in found:
             await self.reach.look_again()
-            found = await self.presence.find(name)
+            found = await self.presence.find_all(names)
         return found
 
     async def to_user(self, user_id: int, nodes: Iterable[str], frames: list[bytes]) -> None:
@@ -578,8 +582,8 @@ class Lobby:
         and on other nodes, get ``game_started``, then ``after[user](room)``."""
         where: list[tuple[str, ...]] = []
         seated: list[list[Any]] = []
-        for user in seats:
-            found = await self.find(user.name)
+        for user, found in zip(seats, await self.find_all([user.name for user in seats]),
+                               strict=True):
             nodes = found.nodes if found else ()
             where.append(nodes)
             here = self.members.get(user.user_id)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -243,6 +243,9 @@ class PresenceStore(Protocol):
     async def find(self, name: str) -> Online | None:
         """The online user of this name (any letter case), with the nodes they are on."""
 
+    async def find_all(self, names: Sequence[str]) -> list[Online | None]:
+        """``find`` for each name, at once."""
+
     async def everyone(self) -> list[Online]:
         """Every online user, in the order they came (then by name)."""
 
@@ -368,6 +371,9 @@ class MemoryPresence:
 
     async def find(self, name: str) -> Online | None:
         return self._online.get(name_key(name))
+
+    async def find_all(self, names: Sequence[str]) -> list[Online | None]:
+        return [self._online.get(name_key(name)) for name in names]
 
     async def everyone(self) -> list[Online]:
         return list(self._online.values())  # in the order they came

@@ -74,7 +74,7 @@ class Rematches:
                     await self._lobby.tell(player.user_id, player.name, [frame])
 
     async def _both_online(self, room: GameRoom) -> None:
-        found = [await self._lobby.find(player.name) for player in room.players]
+        found = await self._lobby.find_all([player.name for player in room.players])
         if found[0] is None or found[1] is None:
             gone = room.players[0 if found[0] is None else 1].name
             raise refuse(p.ErrorCode.CONFLICT, f"{gone} is not online", room.game_id)

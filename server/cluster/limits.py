@@ -9,7 +9,7 @@ clocks differ share it fairly), and it expires once it would be full again anywa
 
 **Batches.** A round trip to Redis for every request would cost a busy node more than the
 request itself (a script call costs about as much CPU as a move). So a node
-takes up to ``batch`` tokens at once (``rate / 4``, at most ``burst / 8``: 10 of the
+takes up to ``batch`` tokens at once (``rate / 2``, at most ``burst / 4``: 20 of the
 default 40/s, burst 80) and spends them from memory; what it has not spent within
 ``hold_s`` (10 s) is dropped, never given back. The hold is long so that the batch pays off
 for a player at play (a move or two a second): one script call per ``batch`` requests, not
@@ -67,8 +67,8 @@ class RedisTokenBuckets:
         self.scope = scope
         self.rate = rate
         self.burst = burst
-        self.batch = batch if batch is not None else max(1, min(int(rate / 4),
-                                                                int(burst / 8)))
+        self.batch = batch if batch is not None else max(1, min(int(rate / 2),
+                                                                int(burst / 4)))
         self.hold_s = hold_s
         self._take = redis.register_script(_TAKE)
         self._held: dict[str | int, tuple[int, float]] = {}  # subject -> (tokens, until)

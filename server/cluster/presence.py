@@ -17,7 +17,8 @@ server's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import cast
 
 import redis.asyncio as aioredis
 
@@ -85,17 +86,26 @@ class RedisPresence:
                                       args=[name_key(user.name)]))
 
     async def find(self, name: str) -> Online | None:
+        return (await self.find_all([name]))[0]
+
+    async def find_all(self, names: Sequence[str]) -> list[Online | None]:
+        """One HMGET a node (one command on one node; a pipeline over several)."""
         nodes = sorted({self.node_id, *self._others()})
+        fields = [name_key(name) for name in names]
         if len(nodes) == 1:  # a pipeline of one costs twice a command
-            found = [await self.redis.hget(self.keys.online(self.node_id), name_key(name))]
+            by_node = [await self.redis.hmget(self.keys.online(self.node_id), fields)]
         else:
             async with self.redis.pipeline(transaction=False) as pipe:
                 for node in nodes:
-                    pipe.hget(self.keys.online(node), name_key(name))
-                found = await pipe.execute()
-        on = tuple(node for node, record in zip(nodes, found, strict=True) if record)
-        record = next((r for r in found if r), None)
-        return None if record is None else Online.unpack(record, on)
+                    pipe.hmget(self.keys.online(node), fields)
+                by_node = await pipe.execute()
+        found: list[Online | None] = []
+        for index in range(len(names)):
+            records = [records[index] for records in by_node]
+            on = tuple(node for node, record in zip(nodes, records, strict=True) if record)
+            record = next((r for r in records if r), None)
+            found.append(None if record is None else Online.unpack(cast(bytes, record), on))
+        return found
 
     async def everyone(self) -> list[Online]:
         nodes = sorted({self.node_id, *self._others()})

@@ -52,6 +52,21 @@ async def test_a_user_on_two_nodes_is_online_until_the_last_leaves(
     assert await node["c"].everyone() == []
 
 
+@pytest.mark.parametrize("live", [{"a"}, {"a", "b", "c"}])
+async def test_several_found_at_once_each_with_its_nodes(
+        redis: aioredis.Redis, keys: Keys, live: set[str]) -> None:
+    node = nodes(redis, keys, live)
+    await node["a"].join(ALICE)
+    await node["b"].join(BOB)
+    await node["a"].join(BOB)
+    found = await node["a"].find_all(["bob", "nobody", "Alice"])
+    assert found[1] is None
+    assert found[0] is not None and found[2] is not None
+    assert (found[0].name, found[0].nodes) == ("bob", ("a", "b") if len(live) > 1 else ("a",))
+    assert (found[2].user_id, found[2].nodes) == (1, ("a",))
+    assert await MemoryPresence("a").find_all(["x"]) == [None]
+
+
 async def test_racing_nodes_see_one_arrival_and_one_departure(redis_url: str, keys: Keys
                                                               ) -> None:
     live = {"a", "b", "c"}
