@@ -269,10 +269,11 @@ def parser() -> argparse.ArgumentParser:
         description="Hostile traffic against a server of its own, with a ping canary, a "
                     "move canary and /healthz polled beside it; exit status 1 if a target "
                     "is missed (docs/RELIABILITY.md, 'Targets and figures').")
-    ap.add_argument("--attack", required=True, choices=[*ATTACKS, "all"],
-                    help="the attack, or all of them in turn")
+    ap.add_argument("--attack", required=True, type=attack_names, metavar="ATTACK[,...]",
+                    help="the attack, several separated by commas, or all of them, in "
+                         f"turn: {', '.join(ATTACKS)}")
     ap.add_argument("--json", action="store_true",
-                    help="print one JSON object (with --attack all: {'attacks': [...]})")
+                    help="print one JSON object (with several attacks: {'attacks': [...]})")
     ap.add_argument("--seconds", type=float, default=15.0,
                     help="how long each attack lasts (default: %(default)s)")
     ap.add_argument("--quiet", type=float, default=2.0,
@@ -347,9 +348,22 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def attack_names(text: str) -> list[str]:
+    """``--attack``'s value: the attacks named (``all``: every one), in the order given."""
+    if text == "all":
+        return list(ATTACKS)
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ATTACKS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown attack {', '.join(unknown) or repr(text)}: choose from "
+            f"{', '.join(ATTACKS)} or all")
+    return list(dict.fromkeys(names))
+
+
 def main(argv: list[str] | None = None) -> int:
     opts = parser().parse_args(argv)
-    names = list(ATTACKS) if opts.attack == "all" else [opts.attack]
+    names = opts.attack
     results = []
     kept = contextlib.nullcontext(str(opts.workdir)) if opts.workdir else None
     with kept or tempfile.TemporaryDirectory(prefix="tessera-siege-") as tmp:
