@@ -106,13 +106,18 @@ def shared_homes(root: Path) -> list[str]:
     return homes
 
 
+_GROUP_ID = re.compile(r"@([\w.-]+)\]$")
+
+
 def group_of(nodeid: str, homes: list[str]) -> str:
     """The unit a test is scheduled in: the home of a shared fixture it is under, else
-    itself."""
+    itself; a test whose parameters' id ends in ``@NAME`` is in that home's group NAME
+    (a module whose shared fixture serves parts that can run apart: the siege's chunks)."""
     path = nodeid.split("::", 1)[0]
+    named = _GROUP_ID.search(nodeid)
     for home in homes:
         if path == home or path.startswith(home + "/"):
-            return home
+            return home if named is None else f"{home}@{named.group(1)}"
     return nodeid
 
 

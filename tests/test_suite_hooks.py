@@ -42,6 +42,11 @@ def test_tests_sharing_a_wide_fixture_are_scheduled_together() -> None:
         "tests/tools/test_siege.py")
     assert group_of("tests/engine/test_rules.py::test_y", homes) == (
         "tests/engine/test_rules.py::test_y")
+    # a named group inside a shared home: scheduled apart from the home's other groups
+    assert group_of("tests/tools/test_siege.py::test_x[bombs@siege-2]", homes) == (
+        "tests/tools/test_siege.py@siege-2")
+    assert group_of("tests/tools/test_siege.py::test_y[2@siege-2]", homes) == (
+        "tests/tools/test_siege.py@siege-2")
 
 
 def test_a_bare_run_ends_with_the_skip_line_and_ci_fails_naming_the_service(

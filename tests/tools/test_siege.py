@@ -1,15 +1,14 @@
 """``tessera siege`` in its short form: every attack, small and for a couple of seconds,
 against a real server process (issue 16).
 
-The attacks are run in ``CHUNKS`` runs of ``--attack a,b,...`` (a chunk's tests share an
-xdist group, so the chunks run side by side on the suite's workers); each run serves
-every test of its attacks. What is asserted is the output's shape
-and the targets that are not timings (no canary disconnect, ``/healthz`` always answered,
-no acknowledged move lost, memory back within 25%, the owner gets in at all, what each
-attack got back). The timed targets (move p99 <= 100 ms, the owner's login within 1 s)
-are judged by the tool's exit status and printed as figures in docs/RELIABILITY.md, not
-asserted here: this is a busy 2-core machine. The owner's login after a lockout held only
-once branch ``harden`` was merged (main locked the owner out for 24 hours).
+The attacks are run in ``CHUNKS`` runs of ``--attack a,b,...``; each run serves every test
+of its attacks, and a chunk's tests are scheduled together (their ids end in ``@siege-N``:
+``tests/conftest.py``'s ``group_of``), so the chunks run side by side on the suite's
+processes. What is asserted is the output's shape and the targets that are not timings (no
+canary disconnect, ``/healthz`` always answered, no acknowledged move lost, memory back
+within 25%, the owner gets in at all, what each attack got back). The timed targets (move
+p99 <= 100 ms, the owner's login within 1 s) are judged by the tool's exit status and
+printed as figures in docs/RELIABILITY.md, not asserted here: this is a busy 2-core machine.
 
 The server's own state is checked too, apart from the tool's verdicts: the run keeps each
 attack's server directory (``--workdir``), and the tests read what the server stored
@@ -72,13 +71,18 @@ def chunk(index: int) -> list[str]:
     return [attack for attack in ATTACKS if chunk_of(attack) == index]
 
 
+def of(attack: str, *values: Any) -> Any:
+    """A test's parameters reading ``attack``'s run: with its chunk's group in the id."""
+    return pytest.param(*(values or (attack,)), id=f"{attack}@siege-{chunk_of(attack)}")
+
+
 def on(attack: str) -> pytest.MarkDecorator:
-    """A test that reads ``attack``'s run: on the worker of its chunk."""
-    return pytest.mark.xdist_group(f"siege-{chunk_of(attack)}")
+    """A test of one attack's run (its ``attack`` argument): in its chunk's group."""
+    return pytest.mark.parametrize("attack", [of(attack)])
 
 
-EVERY_ATTACK = [pytest.param(attack, marks=on(attack)) for attack in ATTACKS]
-EVERY_CHUNK = [pytest.param(index, marks=on(chunk(index)[0])) for index in range(CHUNKS)]
+EVERY_ATTACK = [of(attack) for attack in ATTACKS]
+EVERY_CHUNK = [pytest.param(index, id=f"{index}@siege-{index}") for index in range(CHUNKS)]
 
 
 class ShortRuns:
@@ -180,16 +184,15 @@ def test_no_attack_made_or_took_an_account(short_run: ShortRuns, workdir: Path,
 
 @on("guest-flood")
 def test_guest_flood_the_server_holds_one_guest_per_yes(short_run: ShortRuns,
-                                                        workdir: Path) -> None:
+                                                        workdir: Path, attack: str) -> None:
     """What the server answered against what it holds: as many guests as it said yes to
     (a rate_limited refusal makes no account), counted by the server, not the attacker."""
-    a = short_run("guest-flood")["attacker"]
-    guests = accounts(workdir / "guest-flood" / "tessera.db").get("guest", [])
+    a = short_run(attack)["attacker"]
+    guests = accounts(workdir / attack / "tessera.db").get("guest", [])
     assert len(guests) == a["accepted"] > 0
 
 
-@pytest.mark.parametrize("attack", [pytest.param(attack, marks=on(attack))
-                                    for attack in ("lockout", "login-flood")])
+@pytest.mark.parametrize("attack", [of("lockout"), of("login-flood")])
 def test_lockout_and_login_flood_let_no_attacker_in(short_run: ShortRuns, workdir: Path,
                                                     attack: str) -> None:
     """Every session the server made in these runs is one of the siege's accounts': the
@@ -233,8 +236,8 @@ def test_untimed_targets_hold(short_run: ShortRuns, attack: str, target: str) ->
 
 
 @on("lockout")
-def test_lockout_answers_every_wrong_password(short_run: ShortRuns) -> None:
-    r = short_run("lockout")
+def test_lockout_answers_every_wrong_password(short_run: ShortRuns, attack: str) -> None:
+    r = short_run(attack)
     answered = r["attacker"]["accepted"] + sum(r["attacker"]["refused"].values())
     assert answered >= 20
     assert r["attacker"]["accepted"] == 0
@@ -242,15 +245,15 @@ def test_lockout_answers_every_wrong_password(short_run: ShortRuns) -> None:
 
 
 @on("lockout")
-def test_lockout_the_owner_gets_in(short_run: ShortRuns) -> None:
-    r = short_run("lockout")
+def test_lockout_the_owner_gets_in(short_run: ShortRuns, attack: str) -> None:
+    r = short_run(attack)
     assert r["owner_login"]["during"]["ok"], r["owner_login"]
     assert r["owner_login"]["after"]["ok"], r["owner_login"]
 
 
 @on("login-flood")
-def test_login_flood_the_owner_gets_in(short_run: ShortRuns) -> None:
-    r = short_run("login-flood")
+def test_login_flood_the_owner_gets_in(short_run: ShortRuns, attack: str) -> None:
+    r = short_run(attack)
     assert r["attacker"]["accepted"] == 0
     assert sum(r["attacker"]["refused"].values()) > 0
     assert r["owner_login"]["during"]["ok"], r["owner_login"]
@@ -259,8 +262,8 @@ def test_login_flood_the_owner_gets_in(short_run: ShortRuns) -> None:
 
 
 @pytest.mark.parametrize("attack,size", [
-    pytest.param(attack, size, marks=on(attack))
-    for attack, size in (("idle-connections", 200), ("fd-exhaustion", 300), ("slowloris", 100))])
+    of("idle-connections", "idle-connections", 200), of("fd-exhaustion", "fd-exhaustion", 300),
+    of("slowloris", "slowloris", 100)])
 def test_every_connection_attempt_is_accounted_for(short_run: ShortRuns, attack: str,
                                                    size: int) -> None:
     a = short_run(attack)["attacker"]
@@ -270,16 +273,16 @@ def test_every_connection_attempt_is_accounted_for(short_run: ShortRuns, attack:
 
 
 @on("lobby-poison")
-def test_lobby_poison_leaves_the_lobby_readable(short_run: ShortRuns) -> None:
-    a = short_run("lobby-poison")["attacker"]
+def test_lobby_poison_leaves_the_lobby_readable(short_run: ShortRuns, attack: str) -> None:
+    a = short_run(attack)["attacker"]
     assert a["guests"] > 0 and a["seeks_open"] > 0
     assert a["lobby_subscribe"]["ok"], a["lobby_subscribe"]
 
 
 @on("challenge-flood")
 def test_challenge_flood_the_bot_still_plays_and_stops_on_one_sigterm(
-        short_run: ShortRuns) -> None:
-    r = short_run("challenge-flood")
+        short_run: ShortRuns, attack: str) -> None:
+    r = short_run(attack)
     assert r["attacker"]["accepted"] + sum(r["attacker"]["refused"].values()) > 0
     assert sum(r["bot"]["games_with_canary"].values()) >= 1
     assert not r["bot"]["stop"]["killed"], r["bot"]
@@ -288,13 +291,13 @@ def test_challenge_flood_the_bot_still_plays_and_stops_on_one_sigterm(
 
 @on("inbox-flood")
 def test_inbox_flood_the_friend_reaches_the_flooded_player_every_time(
-        short_run: ShortRuns, workdir: Path) -> None:
+        short_run: ShortRuns, workdir: Path, attack: str) -> None:
     """Twenty guests flood one player with challenges: the registered friend's challenges
     are each created and received (the server's answers); once the player lets only
     registered players challenge, no guest's is taken (``forbidden``, or ``conflict`` for
     a guest at its own cap, which is looked at first), and the server holds that choice
     with the account (its own table)."""
-    r = short_run("inbox-flood")
+    r = short_run(attack)
     verdict = r["targets"]["legitimate_challenger"]
     assert verdict["ok"] and verdict["tries"] >= 2, verdict
     a = r["attacker"]
@@ -303,7 +306,7 @@ def test_inbox_flood_the_friend_reaches_the_flooded_player_every_time(
     assert after["accepted"] == 0, after
     assert set(after["refused"]) <= {"forbidden", "conflict", "rate_limited"}, after
     assert after["refused"].get("forbidden", 0) > 0
-    db = workdir / "inbox-flood" / "tessera.db"
+    db = workdir / attack / "tessera.db"
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         policy = conn.execute("SELECT challenge_policy FROM users WHERE name = ?",
                               ("inboxtarget",)).fetchone()
@@ -312,8 +315,8 @@ def test_inbox_flood_the_friend_reaches_the_flooded_player_every_time(
 
 @on("bad-hello")
 def test_bad_hellos_are_each_closed_at_once_with_the_documented_code(
-        short_run: ShortRuns) -> None:
-    r = short_run("bad-hello")
+        short_run: ShortRuns, attack: str) -> None:
+    r = short_run(attack)
     verdict = r["targets"]["bad_hello_closed"]
     assert verdict["ok"], verdict
     a = r["attacker"]
@@ -323,16 +326,16 @@ def test_bad_hellos_are_each_closed_at_once_with_the_documented_code(
 
 
 @on("request-flood")
-def test_request_flood_is_rate_limited(short_run: ShortRuns) -> None:
-    a = short_run("request-flood")["attacker"]
+def test_request_flood_is_rate_limited(short_run: ShortRuns, attack: str) -> None:
+    a = short_run(attack)["attacker"]
     assert a["accepted"] > 0
     assert a["refused"].get("rate_limited", 0) > 0
     assert set(a["refused"]) == {"rate_limited"}
 
 
 @on("bombs")
-def test_bombs_get_only_documented_answers(short_run: ShortRuns) -> None:
-    a = short_run("bombs")["attacker"]
+def test_bombs_get_only_documented_answers(short_run: ShortRuns, attack: str) -> None:
+    a = short_run(attack)["attacker"]
     assert a["frames_sent"] >= 150
     assert a["internal_errors"] == 0
     assert a["accepted"] == 0  # every frame refused or closed: none silent, none obeyed
@@ -342,11 +345,11 @@ def test_bombs_get_only_documented_answers(short_run: ShortRuns) -> None:
 
 
 @on("lobby-spam")
-def test_lobby_spam_gets_pages_or_rate_limited(short_run: ShortRuns) -> None:
+def test_lobby_spam_gets_pages_or_rate_limited(short_run: ShortRuns, attack: str) -> None:
     """Every lobby request of the spam was answered with a page of the lobby (a page:
     small, however many seeks are open) or a documented rate_limited, over the attack's
     own window, and the verdict says so."""
-    r = short_run("lobby-spam")
+    r = short_run(attack)
     a = r["attacker"]
     assert a["seeks_open"] > 0 and a["guests"] > 0
     lobby = a["lobby"]
@@ -361,11 +364,10 @@ def test_lobby_spam_gets_pages_or_rate_limited(short_run: ShortRuns) -> None:
 
 
 @on("connection-wave")
-def test_connection_wave_is_closed_by_the_hello_deadline(short_run: ShortRuns
-                                                          ) -> None:
+def test_connection_wave_is_closed_by_the_hello_deadline(short_run: ShortRuns, attack: str) -> None:
     """Every connection of the wave is accounted for, and every one the server admitted
     it closed with 4408 (its hello deadline), none left open."""
-    r = short_run("connection-wave")
+    r = short_run(attack)
     a = r["attacker"]
     assert a["accepted"] + sum(a["refused"].values()) + sum(a["failed"].values()) == 300
     assert a["accepted"] > 0 and a["closed"] == {"4408": a["accepted"]}
@@ -376,8 +378,8 @@ def test_connection_wave_is_closed_by_the_hello_deadline(short_run: ShortRuns
 
 
 @on("guest-flood")
-def test_guest_flood_from_one_and_from_many_addresses(short_run: ShortRuns) -> None:
-    a = short_run("guest-flood")["attacker"]
+def test_guest_flood_from_one_and_from_many_addresses(short_run: ShortRuns, attack: str) -> None:
+    a = short_run(attack)["attacker"]
     assert a["one_address"]["accepted"] + sum(a["one_address"]["refused"].values()) > 0
     assert a["many_addresses"]["accepted"] + sum(a["many_addresses"]["refused"].values()) > 0
 
