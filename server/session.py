@@ -91,7 +91,9 @@ class Session:
         self._reader: asyncio.Task[None] | None = None  # reading on past a slow request
         self._reading = False  # the reader waits in recv() (and may be cancelled there)
         self._stop_reading = False  # the reader stops after the ping it is answering
-        self._held: deque[str | bytes] = deque()  # read on, waiting their turn
+        # read on, waiting their turn; made when first needed (an empty deque is 760 bytes
+        # of every idle connection)
+        self._held: deque[str | bytes] | None = None
 
     # -- I/O ------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -174,14 +176,15 @@ class Session:
     # -- reading on past a slow request ---------------------------------------------------------
     def read_on(self) -> None:
         """The request in progress is slow: read on meanwhile (Handling calls this)."""
-        if self._reader is None and len(self._held) < MAX_HELD and not self.closing:
+        if self._reader is None and len(self._held or ()) < MAX_HELD and not self.closing:
             self._reader = asyncio.get_running_loop().create_task(self._read_on())
 
     async def _read_on(self) -> None:
         """Answer each ``ping`` read at once; keep the other frames for their turn (up to
         ``MAX_HELD``, then read no more)."""
+        held = self._held = deque() if self._held is None else self._held
         with contextlib.suppress(ConnectionClosed):
-            while not self._stop_reading and len(self._held) < MAX_HELD:
+            while not self._stop_reading and len(held) < MAX_HELD:
                 self._reading = True
                 try:
                     frame = await self.ws.recv()
@@ -190,7 +193,7 @@ class Session:
                 if self.closing:
                     continue
                 if isinstance(frame, str) or p.peek_type(frame) != "ping":
-                    self._held.append(frame)
+                    held.append(frame)
                 else:
                     await self.handle(frame)
 
