@@ -189,3 +189,35 @@ async def test_seeks_on_two_nodes_pair_and_a_challenge_crosses_nodes(
         assert nobody.code == "not_found"
     finally:
         await clients.close_all()
+
+
+async def test_a_game_followed_on_no_other_node_publishes_nothing_until_one_watches(
+        cluster: Cluster) -> None:
+    """Both players on the owner: their moves cost Redis no publish. A spectator on another
+    node then watches: from then on every event is published, and it sees each move."""
+    a_node, b_node = await cluster.start_nodes(("a", "b"))
+    clients = Clients(a_node.url)
+    try:
+        alice, bob = await clients.guest(), await clients.guest()
+        game = await start_game(alice, bob, "hadron", {"size": 7})
+        rng = random.Random(5)
+        for _ in range(4):
+            await game.play(rng=rng)
+        before = await metrics(a_node.port)
+        assert before["tessera_cluster_events_published_total"] == 0
+        assert before["tessera_cluster_events_unpublished_total"] >= 4
+
+        spectator = await clients.spectator(b_node.url)
+        watched = await spectator.call(p.Watch, game_id=game.game_id)
+        assert isinstance(watched, p.GameState) and watched.game.ply == 4
+        acks = [await game.play(rng=rng) for _ in range(3)]
+        seen = []
+        while len(seen) < len(acks):
+            event = await spectator.next_event(10)
+            if isinstance(event, p.Moved) and event.game_id == game.game_id:
+                seen.append(event.seq)
+        assert seen == [ack.seq for ack in acks], cluster.logs()
+        after = await metrics(a_node.port)
+        assert after["tessera_cluster_events_published_total"] >= len(acks)
+    finally:
+        await clients.close_all()
