@@ -98,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="apply migrations up to the newest")
     add_setting(up, "db_url")
+    counts = db_sub.add_parser("counts", help="rows per table, as one JSON object")
+    add_setting(counts, "db_url")
+    check = db_sub.add_parser("check", help="check that the stored data is whole (every "
+                              "game's plies and event numbers; on SQLite, the file too): "
+                              "exit 0, or 1 with a line per problem")
+    add_setting(check, "db_url")
 
     dump = sub.add_parser("dump", help="print stored match records as JSON lines")
     dump.add_argument("game_ids", nargs="*", help="games to print (default with --all: every one)")
@@ -239,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         return 0
     if args.command == "db":
+        if args.db_command != "upgrade":
+            return asyncio.run(_inspect(args.db_command, db_url))
         from .storage import redact_url, upgrade
 
         asyncio.run(upgrade(db_url))
@@ -249,6 +257,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "ratings":
         return asyncio.run(_verify_ratings(args, db_url))
     return asyncio.run(_admin(args, db_url))
+
+
+async def _inspect(command: str, db_url: str) -> int:
+    """``tessera db counts`` (a JSON object) or ``tessera db check`` (0, or 1 and why)."""
+    import json
+
+    from .storage import make_engine, redact_url
+    from .storage.inventory import problems, row_counts
+
+    engine = make_engine(db_url)
+    try:
+        if command == "counts":
+            print(json.dumps(await row_counts(engine)))
+            return 0
+        found = await problems(engine)
+    finally:
+        await engine.dispose()
+    for line in found:
+        print(line)
+    print(f"db check: {len(found)} problems ({redact_url(db_url)})",
+          file=sys.stderr if found else sys.stdout)
+    return 1 if found else 0
 
 
 async def _dump(args: argparse.Namespace, db_url: str) -> int:

@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from server.storage import GameCreated, MovePlayed, new_game_id, open_storage, sqlite_url
+from server.storage import (
+    GameCreated,
+    MovePlayed,
+    make_engine,
+    new_game_id,
+    open_storage,
+    sqlite_url,
+)
 
 from .conftest import TestDatabase, redis_url_or_skip
 from .support import Clients, ServerProcess, run_cli, start_game
@@ -161,3 +168,31 @@ async def test_a_one_process_server_and_cluster_nodes_do_not_share_a_database(
                                    "--node-id", "n3")
     assert node.returncode == 1, node.stderr
     assert f"already served by process {single.proc.pid} on" in node.stderr, node.stderr
+
+
+# -- db counts and db check: what the tools read instead of the file -----------------------------
+async def test_db_counts_and_check_see_what_was_stored_and_a_gap_made_in_it(
+        database: TestDatabase) -> None:
+    await _many_games(database.url, games=3, moves=5)
+    counts = await run_cli("db", "counts", "--db", database.url)
+    assert counts.returncode == 0, counts.stderr
+    held = json.loads(counts.stdout)
+    assert (held["games"], held["moves"], held["users"]) == (3, 15, 2)
+    assert held["chat"] == 0 and "alembic_version" not in held
+    whole = await run_cli("db", "check", "--db", database.url)
+    assert whole.returncode == 0 and "0 problems" in whole.stdout, whole.stdout + whole.stderr
+
+    engine = make_engine(database.url)  # a move lost from the middle
+    try:
+        async with engine.begin() as conn:
+            game_id = (await conn.exec_driver_sql(
+                "SELECT game_id FROM moves ORDER BY game_id LIMIT 1")).scalar_one()
+            await conn.exec_driver_sql(
+                f"DELETE FROM moves WHERE game_id = '{game_id}' AND ply = 2")
+    finally:
+        await engine.dispose()
+    broken = await run_cli("db", "check", "--db", database.url)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert broken.stdout.splitlines() == [
+        f"game {game_id}: 4 moves with plies 0..4 and 4 distinct event numbers (plies 0..n-1, "
+        "one number each)"], broken.stdout
