@@ -61,7 +61,6 @@ from typing import Any
 
 import msgpack
 import websockets
-from sqlalchemy.engine import make_url
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
@@ -69,6 +68,7 @@ import engine
 import protocol as p
 
 from .privatecluster import DEFAULT_DB, PrivateCluster, PrivateSchema, backends_cpu_s
+from .stored import sqlite_file_url, stored_moves
 
 GAMES: list[tuple[str, dict[str, Any]]] = [
     ("hadron", {"size": 5}),
@@ -487,14 +487,6 @@ def _loadgen(mode: str, url: str, out: Path, **kw: Any) -> subprocess.Popen[byte
     return subprocess.Popen(args)
 
 
-def _stored_moves(db_url: str) -> set[tuple[str, int]]:
-    dump = subprocess.run([sys.executable, "-m", "server", "dump", "--all", "--db", db_url],
-                          capture_output=True, check=True)
-    return {(record["game_id"], move["ply"])
-            for record in map(json.loads, dump.stdout.splitlines())
-            for move in record["moves"]}
-
-
 def _shares(total: int, parts: int) -> list[int]:
     """``total`` split into ``parts`` near-equal shares (no empty ones)."""
     parts = max(1, min(parts, total))
@@ -553,7 +545,7 @@ def _serve(workdir: Path, name: str, loop: str | None, stages: Path | None = Non
     """The server as shipped, on a fresh SQLite file (or ``db_url``); with ``stages``,
     timed stage by stage by ``tests/tools/movecost.py`` (from a source checkout: the tool
     is not installed)."""
-    db_url = db_url or f"sqlite+aiosqlite:///{workdir / (name + '.db')}"
+    db_url = db_url or sqlite_file_url(workdir / (name + '.db'))
     (workdir / f"{name}.port").unlink(missing_ok=True)  # an earlier server's of the run
     module = (["-m", "server"] if stages is None
               else ["-m", "tests.tools.movecost", str(stages)])
@@ -598,7 +590,7 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
                 time.sleep(0.05)
     finally:
         server.stop()
-    stored = _stored_moves(db_url)
+    stored = set(stored_moves(db_url))
     acked = {(g, ply) for part in parts for g, ply in part["acked"]}
     latencies = sorted(ms for part in parts for ms in part["latencies_ms"])
     codes: dict[str, int] = {}
@@ -660,7 +652,7 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
             _run_loadgens, "games", ",".join(cluster.urls), workdir, _shares(games, procs),
             seconds, on_start=reading, on_stop=reading, seed=seed, think_ms=think_ms,
             rated=rated)
-        stored = await asyncio.to_thread(_stored_moves, cluster.db_url)
+        stored = set(await asyncio.to_thread(stored_moves, cluster.db_url))
     (node0, redis0, pg0, crossed0), (node1, redis1, pg1, crossed1) = readings
     node_cpu, redis_cpu = node1 - node0, redis1 - redis0
     pg_cpu = backends_cpu_s(pg0, pg1)
@@ -834,7 +826,7 @@ def main(argv: list[str] | None = None) -> int:
                              "on a free port (so that its CPU is the run's alone)")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     opts = parser.parse_args(args)
-    if opts.db is not None and make_url(opts.db).get_backend_name() != "postgresql":
+    if opts.db is not None and opts.db.partition(":")[0].partition("+")[0] != "postgresql":
         parser.error(f"--db {opts.db!r} is not a PostgreSQL URL: use "
                      "postgresql+asyncpg://USER@HOST/DB (without --db the one process runs "
                      "on a fresh SQLite file)")

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import json
 import random
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ import protocol as p
 from .connection import Connection, Disconnected, ServerError
 from .localserver import LocalServer
 from .privatecluster import DEFAULT_DB, PrivateCluster
+from .stored import problems, records, sqlite_file_url
 
 GAMES: list[tuple[str, dict[str, Any]]] = [
     ("hadron", {"size": 5}),
@@ -178,8 +178,7 @@ RATED_CLOCK = p.Fischer(base_ms=3_600_000, increment_ms=0)  # an hour: no kill f
 async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: Path
                     ) -> dict[str, Any]:
     rng = random.Random(seed)
-    db_path = workdir / "chaos.db"
-    db_url = f"sqlite+aiosqlite:///{db_path}"
+    db_url = sqlite_file_url(workdir / "chaos.db")
     server = LocalServer(workdir, db_url=db_url, extra_args=OWN_SERVER_ARGS)
     server.start()
     url = server.url
@@ -214,7 +213,7 @@ async def run_chaos(games: int, kills: int, seed: int, think_s: float, workdir: 
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=300)
     finally:
         server.stop()
-    return {**check(db_path, db_url, ledger), "games": games, "kills": done_kills,
+    return {**check(db_url, ledger), "games": games, "kills": done_kills,
             "interrupted": len(interrupted),
             "reconnects": sum(pl.reconnects for pl, _ in players)}
 
@@ -335,7 +334,7 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
             after = [t for (g, _), t in ledger.times.items() if g == game_id and t > killed_at]
             if after:
                 failovers.append(min(after) - killed_at)
-        checked = check(None, cluster.db_url, ledger)
+        checked = check(cluster.db_url, ledger)
     failovers.sort()
     return {**checked, "games": games, "kills": done_kills, "nodes": nodes,
             "interrupted": len(interrupted),
@@ -351,18 +350,15 @@ def _quantile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
-def check(db_path: Path | None, db_url: str, ledger: Ledger) -> dict[str, Any]:
-    """Compare the ledger with the database and re-play every stored game (``db_path``:
-    the SQLite file to check the integrity of; None on PostgreSQL, whose constraints keep
-    its rows whole: ``integrity`` is then ``ok`` if every stored game's event numbers are
-    in order)."""
-    dump = subprocess.run([sys.executable, "-m", "server", "dump", "--all", "--db", db_url],
-                          capture_output=True, check=True, text=True)
+def check(db_url: str, ledger: Ledger) -> dict[str, Any]:
+    """Compare the ledger with what the server stored and re-play every stored game;
+    ``integrity``: ``ok`` if ``tessera db check`` finds the store whole (on SQLite, the file
+    too) and every stored game's event numbers are in order, else the first problem."""
     stored: dict[tuple[str, int], str] = {}
     duplicated = finished = mismatches = 0
     seq_order_ok = True
-    for line in dump.stdout.splitlines():
-        record = json.loads(line)
+    dumped = list(records(db_url))
+    for record in dumped:
         plies = [m["ply"] for m in record["moves"]]
         seqs = [m["seq"] for m in record["moves"] if "seq" in m]
         seq_order_ok = seq_order_ok and seqs == sorted(set(seqs))
@@ -384,13 +380,10 @@ def check(db_path: Path | None, db_url: str, ledger: Ledger) -> dict[str, Any]:
         elif state.is_over:
             mismatches += 1
     lost = sum(1 for key, move in ledger.acked.items() if stored.get(key) != move)
-    if db_path is not None:
-        with sqlite3.connect(db_path) as db:
-            integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
-    else:
-        integrity = "ok" if seq_order_ok else "event numbers out of order"
+    found = problems(db_url)
+    integrity = found[0] if found else "ok" if seq_order_ok else "event numbers out of order"
     # the ratings: recomputed from the stored games by `tessera ratings verify`
-    rated = sum(1 for line in dump.stdout.splitlines() if json.loads(line).get("rated"))
+    rated = sum(1 for record in dumped if record.get("rated"))
     differences = 0
     if rated:
         ratings = subprocess.run([sys.executable, "-m", "server", "ratings", "verify", "--db",

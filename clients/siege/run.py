@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import protocol as p
 
 from ..connection import Connection, ServerError
 from ..localserver import LocalServer
+from ..stored import row_counts, stored_moves
 from .canaries import NETWORK_ERRORS, Account, BotCanary, HealthProbe, MoveCanary, Phase, PingCanary
 from .raw import OWNER, close_reason, loop_lag
 
@@ -125,23 +125,6 @@ def lag_summary(before: dict[str, float], after: dict[str, float]) -> dict[str, 
                                                  for g in "01"), 3)}
 
 
-def count_rows(db: Path) -> dict[str, int]:
-    """Rows per table, read through a read-only connection."""
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as c:
-        tables = [r[0] for r in c.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
-            "AND name != 'alembic_version' ORDER BY name")]
-        return {t: int(c.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in tables}
-
-
-def lost_moves(db: Path, acked: dict[tuple[str, int], str]) -> int:
-    """Acknowledged moves that are not in the database as acknowledged."""
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as c:
-        stored = {(g, ply): move for g, ply, move in
-                  c.execute("SELECT game_id, ply, move FROM moves")}
-    return sum(1 for key, move in acked.items() if stored.get(key) != move)
-
-
 async def register(url: str, account: Account, source: str) -> None:
     async with await Connection.open(url, local_addr=(source, 0)) as conn:
         authed = await conn.call(p.Register, username=account.name, password=account.password)
@@ -233,6 +216,7 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
     """Run attack ``name`` against a fresh server in ``workdir``; every figure."""
     workdir.mkdir(parents=True, exist_ok=True)
     server = LocalServer(workdir)
+    db_url = server.db_url
     await asyncio.to_thread(server.start)
     assert server.pid is not None
     proc = Process(server.pid)
@@ -264,7 +248,7 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
             c.start()
         await asyncio.sleep(quiet_s)
         out["server_open_files_limit"] = proc.open_files_limit()
-        rows_before = await asyncio.to_thread(count_rows, workdir / "tessera.db")
+        rows_before = await asyncio.to_thread(row_counts, db_url)
         log_before = server.log.stat().st_size
         rss_before = proc.rss_mb()
         fds_before = proc.fds()
@@ -311,11 +295,12 @@ async def siege(name: str, params: dict[str, Any], workdir: Path, *, quiet_s: fl
             stopped = await asyncio.to_thread(bot.stop)
             out.setdefault("bot", {})["stop"] = stopped
         out["server_exit"] = await asyncio.to_thread(server.stop)
-    db = workdir / "tessera.db"
-    rows_after = count_rows(db)
+    rows_after = await asyncio.to_thread(row_counts, db_url)
     out["rows_added"] = {t: n - rows_before.get(t, 0) for t, n in rows_after.items()
                          if n != rows_before.get(t, 0)}
-    out["acked_moves_lost"] = lost_moves(db, move.acked)
+    stored = await asyncio.to_thread(stored_moves, db_url)
+    out["acked_moves_lost"] = sum(1 for key, text in move.acked.items()
+                                  if stored.get(key) != text)
     out["_samples"] = {"move": move.samples, "ping": ping.samples, "healthz": health.samples}
     return out
 

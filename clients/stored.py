@@ -1,0 +1,56 @@
+"""What a server stored, read as an operator reads it: through the server's own commands
+(``tessera dump``, ``tessera db counts``, ``tessera db check``, run as processes on the
+database URL the server was given), never by opening its database. The load and fault
+tools (bench, chaos, siege) check their acknowledgements against these."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+TIMEOUT_S = 600.0
+
+
+def _server(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "server", *args], capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
+
+
+def sqlite_file_url(path: Path) -> str:
+    """The database URL of a server's SQLite file (as ``tessera serve --db`` takes it)."""
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def records(db_url: str) -> Iterator[dict[str, Any]]:
+    """Every stored game's record, as ``tessera dump --all`` prints it (docs/PROTOCOL.md)."""
+    dump = _server("dump", "--all", "--db", db_url)
+    if dump.returncode != 0:
+        raise RuntimeError(f"tessera dump failed: {dump.stderr[-2000:]}")
+    return (json.loads(line) for line in dump.stdout.splitlines() if line.strip())
+
+
+def stored_moves(db_url: str) -> dict[tuple[str, int], str]:
+    """Every stored move: (game id, ply) -> its text."""
+    return {(record["game_id"], move["ply"]): move["move"]
+            for record in records(db_url) for move in record["moves"]}
+
+
+def row_counts(db_url: str) -> dict[str, int]:
+    """Rows per table (``tessera db counts``)."""
+    counts = _server("db", "counts", "--db", db_url)
+    if counts.returncode != 0:
+        raise RuntimeError(f"tessera db counts failed: {counts.stderr[-2000:]}")
+    found: dict[str, int] = json.loads(counts.stdout)
+    return found
+
+
+def problems(db_url: str) -> list[str]:
+    """What ``tessera db check`` finds wrong (empty: the stored data is whole)."""
+    check = _server("db", "check", "--db", db_url)
+    if check.returncode not in (0, 1):
+        raise RuntimeError(f"tessera db check failed: {check.stderr[-2000:]}")
+    return [] if check.returncode == 0 else check.stdout.splitlines()
