@@ -70,12 +70,9 @@ import protocol as p
 from .privatecluster import DEFAULT_DB, PrivateCluster, PrivateSchema, backends_cpu_s
 from .stored import sqlite_file_url, stored_moves
 
+# every game of the engine on its default board, the options spelled out
 GAMES: list[tuple[str, dict[str, Any]]] = [
-    ("hadron", {"size": 5}),
-    ("xodd", {"size": 9}),
-    ("yodd", {"size": 6}),
-    ("hexifact", {"board": "hex3-4"}),
-]
+    (key, dict(game.normalize_options({}))) for key, game in engine.GAMES.items()]
 CLOCK = p.Fischer(base_ms=600_000, increment_ms=5_000)
 CONNECT_CONCURRENCY = 64
 REGISTER_CONCURRENCY = 4  # per load generator
