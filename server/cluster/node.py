@@ -21,7 +21,10 @@ makes the games of the process a cluster's (docs/SCALING.md):
   chat; watch and resume) is sent to the owner (``call_owner``: the owner named by the
   lease; retried while a takeover happens) and its answer given to the client as if
   served here. The events a request caused come back with its reply, so a player sees
-  ``moved`` before ``move_ack`` as on one server.
+  ``moved`` before ``move_ack`` as on one server. A move goes one way (op ``move``,
+  ``_forward_move``): the asking node follows the game first, the owner replies only to a
+  refusal or a resend, and the game's ``moved`` on the channel, relayed here, is followed
+  at once by the ``move_ack`` (after the ``game_over`` if the move ended the game).
 - **Events.** Connections following a game owned elsewhere are fed by a ``RemoteGame``
   (``remote``), subscribed to the game's channel; a gap is filled from the owner. A node
   follows a game only after it subscribed and then asked its owner something about it
@@ -32,6 +35,7 @@ makes the games of the process a cluster's (docs/SCALING.md):
   nothing per move.
 
 The ops a node serves to the others (``Bus.serve``): ``game`` (a player's action),
+``move`` (a player's move, answered by its event: ``Bus.NO_REPLY``),
 ``follow`` (watch or resume: the missed events or a snapshot; a player's seat is then
 present), ``seat`` (the first or last connection of a seat on the asking node), ``events``
 (the events after a seq, or a snapshot). A node that does not own the game answers
