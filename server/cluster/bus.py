@@ -28,6 +28,13 @@ was sent), it fails with ``RequestTimeout`` then, not at the end of its timeout.
 handler's failure comes back as ``RemoteError`` with its code (a ``ProtocolError``'s wire
 code, so a forwarded client request is answered as if it had been served locally).
 
+**Requests answered otherwise.** A handler may return ``NO_REPLY``: nothing is published
+back (its success reaches the asker some other way, e.g. as an event on a channel the
+asker follows). The asker then passes ``settled``, a future it completes itself when it
+learns of that success: ``request`` returns the reply's body or ``settled``'s result,
+whichever comes first, with the same timeout, probing and ``NodeUnreachable`` as any
+request. A failure is still replied.
+
 **Wire form.** Requests and replies are a small msgpack envelope (``Envelope``); a client
 request forwarded unchanged travels as its protocol frame's bytes inside it (no re-encoding).
 Anything else on a channel (game and lobby events) is the payload the publisher chose,
@@ -69,6 +76,13 @@ Done = asyncio.Future[int] | Callable[[int], None] | None
 
 UNKNOWN_OP = "unknown_op"
 INTERNAL_ERROR = "internal_error"
+
+
+class _NoReply:
+    """What a handler returns to send no reply (module docstring)."""
+
+
+NO_REPLY: Any = _NoReply()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +141,8 @@ class BusStats:
     dropped: int = 0  # messages on our channels that could not be handled
     requests_sent: int = 0
     requests_served: int = 0
+    replies: int = 0  # replies received that answered a request still waiting
+    unreplied: int = 0  # requests served with NO_REPLY
     timeouts: int = 0
     connects: int = 0  # successful (re)subscriptions of the reader
     gaps: int = 0  # reconnects after which on_gap was called
@@ -346,14 +362,20 @@ class Bus:
 
     # -- requests ------------------------------------------------------------------------
     def serve(self, op: str, handler: RequestHandler) -> None:
-        """Answer requests for ``op`` with ``handler`` (one per op)."""
+        """Answer requests for ``op`` with ``handler`` (one per op; it may return
+        ``NO_REPLY``: module docstring)."""
         if op in self._ops:
             raise ValueError(f"op {op!r} has a handler already")
         self._ops[op] = handler
 
     async def request(self, node_id: str, op: str, body: Any = None, *,
-                      timeout_s: float | None = None) -> Any:
-        """Ask ``node_id`` to serve ``op``; the reply's body. See the module docstring."""
+                      timeout_s: float | None = None,
+                      settled: asyncio.Future[Any] | None = None) -> Any:
+        """Ask ``node_id`` to serve ``op``; the reply's body, or ``settled``'s result if
+        the caller completes it first (nothing is sent if it is done already). See the
+        module docstring."""
+        if settled is not None and settled.done():
+            return settled.result()
         if not self.connected:
             raise BusUnavailable(f"not connected to Redis: {self.last_error}")
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
@@ -370,7 +392,14 @@ class Bus:
                 self._asked[request_id] = (channel, time.monotonic())
                 if self._prober is None:
                     self._prober = asyncio.get_running_loop().create_task(self._probe())
-                return await reply
+                if settled is None:
+                    return await reply
+                await asyncio.wait((reply, settled), return_when=asyncio.FIRST_COMPLETED)
+                if settled.done():
+                    if reply.done():
+                        reply.exception()  # retrieved: settled answers
+                    return settled.result()
+                return reply.result()
         except RequestTimeout:
             raise  # the target stopped listening (``_probe``)
         except TimeoutError:
@@ -421,6 +450,7 @@ class Bus:
             if waiting is None or waiting.done():
                 self.stats.dropped += 1  # its asker gave up (timed out) already
                 return
+            self.stats.replies += 1
             if envelope.error is None:
                 waiting.set_result(envelope.body)
             else:
@@ -445,6 +475,9 @@ class Bus:
                 log.exception("bus: serving %s from %s failed", request.op, request.sender)
                 error = (INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
         self.stats.requests_served += 1
+        if error is None and body is NO_REPLY:
+            self.stats.unreplied += 1
+            return
         reply = Envelope("r", request.request_id, self.node_id, body=body, error=error)
         self.publish_soon(self.keys.node_channel(request.sender), reply.pack())  # lost: the
         # asker times out

@@ -21,7 +21,10 @@ makes the games of the process a cluster's (docs/SCALING.md):
   chat; watch and resume) is sent to the owner (``call_owner``: the owner named by the
   lease; retried while a takeover happens) and its answer given to the client as if
   served here. The events a request caused come back with its reply, so a player sees
-  ``moved`` before ``move_ack`` as on one server.
+  ``moved`` before ``move_ack`` as on one server. A move goes one way (op ``move``,
+  ``_forward_move``): the asking node follows the game first, the owner replies only to a
+  refusal or a resend, and the game's ``moved`` on the channel, relayed here, is followed
+  at once by the ``move_ack`` (after the ``game_over`` if the move ended the game).
 - **Events.** Connections following a game owned elsewhere are fed by a ``RemoteGame``
   (``remote``), subscribed to the game's channel; a gap is filled from the owner. A node
   follows a game only after it subscribed and then asked its owner something about it
@@ -32,6 +35,7 @@ makes the games of the process a cluster's (docs/SCALING.md):
   nothing per move.
 
 The ops a node serves to the others (``Bus.serve``): ``game`` (a player's action),
+``move`` (a player's move, answered by its event: ``Bus.NO_REPLY``),
 ``follow`` (watch or resume: the missed events or a snapshot; a player's seat is then
 present), ``seat`` (the first or last connection of a seat on the asking node), ``events``
 (the events after a seq, or a snapshot). A node that does not own the game answers
@@ -70,7 +74,7 @@ from server.rooms import NOT_STORED_RETRY_MS, GameRoom
 from server.seam import Caller
 from server.tasks import checkpoint, stop
 
-from .bus import UNKNOWN_OP, Bus
+from .bus import NO_REPLY, UNKNOWN_OP, Bus
 from .config import ClusterSettings
 from .errors import BusUnavailable, NodeUnreachable, RemoteError, RequestTimeout
 from .feeds import Feed, Revocations
@@ -147,6 +151,8 @@ class NodeMetrics:
                 ("forwarded_requests", "Requests sent to the node owning their game",
                  stats.forwarded),
                 ("served_requests", "Requests served for other nodes", stats.served),
+                ("replies", "Replies received to this node's requests",
+                 node.bus.stats.replies),
                 ("forwarded_moves", "Moves played on a game another node owns",
                  stats.forwarded_moves),
                 ("takeovers", "Games taken over from another node", stats.takeovers),
@@ -302,7 +308,8 @@ class ClusterNode:
     async def prepare(self) -> None:
         """Serve the other nodes; hold leases; look for games nobody owns (before
         listening: a node restores nothing, it takes games over as they need an owner)."""
-        for op, handler in (("game", self._serve_game), ("follow", self._serve_follow),
+        for op, handler in (("game", self._serve_game), ("move", self._serve_move),
+                            ("follow", self._serve_follow),
                             ("seat", self._serve_seat), ("events", self._serve_events),
                             ("seat_player", self._serve_seat_player),
                             ("to_user", self.reach.serve_to_user)):
@@ -662,11 +669,13 @@ class ClusterNode:
 
     # -- asking the owner ------------------------------------------------------------------
     async def call_owner(self, game_id: str, op: str, body: dict[str, Any], *,
-                         take: bool = True) -> Any:
-        """Ask the owner of a game to serve ``op``: its reply; ``LOCAL`` if this node runs
-        the game (now: nobody owned it, and it was taken over here, unless not ``take``);
-        None if the game is not in progress anywhere (finished or unknown: the store
-        answers), or, not ``take``, has no owner now."""
+                         take: bool = True, settled: asyncio.Future[Any] | None = None
+                         ) -> Any:
+        """Ask the owner of a game to serve ``op``: its reply (or ``settled``'s result,
+        ``Bus.request``); ``LOCAL`` if this node runs the game (now: nobody owned it, and
+        it was taken over here, unless not ``take``); None if the game is not in progress
+        anywhere (finished or unknown: the store answers), or, not ``take``, has no owner
+        now."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.lease_ms / 1000 + self.settings.request_timeout_s
         problem: BaseException | None = None
@@ -690,7 +699,7 @@ class ClusterNode:
                         return None
                 else:
                     try:
-                        reply = await self._ask(owner_node(value), op, body)
+                        reply = await self._ask(owner_node(value), op, body, settled)
                         if len(self._owners) > OWNER_HINTS:
                             self._owners.clear()
                         self._owners[game_id] = value  # asked first next time
@@ -738,10 +747,11 @@ class ClusterNode:
             return False
         return self._dead_owner(value)
 
-    async def _ask(self, node: str, op: str, body: dict[str, Any]) -> Any:
+    async def _ask(self, node: str, op: str, body: dict[str, Any],
+                   settled: asyncio.Future[Any] | None = None) -> Any:
         started = time.perf_counter()
         self.stats.forwarded += 1
-        reply = await self.bus.request(node, op, body)
+        reply = await self.bus.request(node, op, body, settled=settled)
         self.stats.observe_rtt(time.perf_counter() - started)
         return reply
 
@@ -752,21 +762,62 @@ class ClusterNode:
     async def forward(self, s: Asker, message: GameRequest) -> bool:
         """A player's request about a game owned elsewhere, sent as it is to the owner:
         the events it caused relayed here, then the owner's frames given to ``s``; False
-        if the game is to be found here. A refusal raises, as the owner made it."""
+        if the game is to be found here. A refusal raises, as the owner made it. A move
+        goes one way (``_forward_move``)."""
         user = s.user
         assert user is not None
         game_id = message.game_id
         body = {"g": game_id, "m": p.encode(message), "u": user.id, "name": user.name,
                 "kind": user.kind}
-        reply = await self.call_owner(game_id, "game", body)
+        if isinstance(message, p.Move):
+            return await self._forward_move(s, message, body)
+        return self._answered(s, game_id, await self.call_owner(game_id, "game", body))
+
+    async def _forward_move(self, s: Asker, move: p.Move, body: dict[str, Any]) -> bool:
+        """A move sent to the owner (op ``move``), acknowledged from the game's channel:
+        its ``moved`` relayed here by the game's ``RemoteGame`` (to every follower here,
+        ``s`` among them if it follows), then ``move_ack`` to ``s`` at once. Only a refusal,
+        or the ack of a resent move (no event), comes back as a reply. No ``moved`` and
+        no reply within the request's timeout fails as any request to the owner does
+        (``call_owner``: asked again, or taken over); a resend is safe. Over the ordinary
+        request (op ``game``) if nothing here relays the game yet."""
+        game_id = move.game_id
+        remote = await self._remote_game(game_id)  # subscribed before the owner is asked
+        try:
+            if remote.last is None:  # not followed here yet: nothing would relay moved
+                reply = await self.call_owner(game_id, "game", body)
+            else:
+                acked: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+                def on_moved(seq: int) -> None:
+                    if not acked.done():
+                        s.send(p.MoveAck(id=move.id, game_id=game_id, ply=move.ply, seq=seq))
+                        acked.set_result(seq)
+
+                with remote.expect_move(move.ply, move.move, on_moved):
+                    try:
+                        reply = await self.call_owner(game_id, "move", body, settled=acked)
+                    except p.ProtocolError:
+                        if not acked.done():
+                            raise
+                if acked.done():
+                    self.stats.forwarded_moves += 1
+                    return True
+        finally:
+            self._release_hold(remote)
+        answered = self._answered(s, game_id, reply)
+        if answered:
+            self.stats.forwarded_moves += 1
+        return answered
+
+    def _answered(self, s: Asker, game_id: str, reply: Any) -> bool:
+        """The owner's reply to a forwarded request given to ``s`` (``forward``)."""
         if not isinstance(reply, dict):
             return False
         if "refused" in reply:
             code, text, retry = reply["refused"]
             raise p.ProtocolError(text, code=p.ErrorCode(code), game_id=game_id,
                                   retry_after_ms=retry)
-        if isinstance(message, p.Move):
-            self.stats.forwarded_moves += 1
         remote = self.remote.get(game_id)
         if remote is not None:
             remote.deliver_all([(seq, frame) for seq, frame in reply["ev"]],
@@ -930,7 +981,22 @@ class ClusterNode:
         """A request forwarded by the node its player is connected to: run by the handler
         it would have had here (``Host.serve_forwarded``); its frames, the events it
         caused, or its refusal."""
+        return await self._run_forwarded(self._owned(body["g"]), body)
+
+    async def _serve_move(self, body: dict[str, Any], _sender: str) -> Any:
+        """A move forwarded one way (``_forward_move``): no reply once it is played (its
+        ``moved``, published on the game's channel, which the asker follows, answers it);
+        a refusal, or a resend's ack (it caused no event), is replied as for ``game``."""
         room = self._owned(body["g"])
+        before = room.seq
+        reply = await self._run_forwarded(room, body)
+        if reply.get("out"):
+            acked = msgpack.unpackb(reply["out"][-1], raw=False)
+            if acked.get("t") == "move_ack" and acked.get("seq", 0) > before:
+                return NO_REPLY
+        return reply
+
+    async def _run_forwarded(self, room: GameRoom, body: dict[str, Any]) -> dict[str, Any]:
         message = p.decode_client(body["m"])
         if getattr(message, "game_id", None) != room.game_id:
             raise RemoteError("bad_request", "a forwarded request is about its game")

@@ -27,7 +27,7 @@ from protocol import Move as MoveRequest
 from server.rooms import GameRoom, Writer
 from server.storage import GameRatings, Item, StaleEpoch
 
-from .remote import EVENT, FINAL
+from .remote import ENDING, EVENT, FINAL
 
 # refusals a room makes from its own view of the game: wrong if another node moved it on
 STATE_REFUSALS = frozenset({ErrorCode.STALE_PLY, ErrorCode.NOT_YOUR_TURN,
@@ -107,7 +107,8 @@ def owned_room_class(owner: Owner) -> Callable[..., GameRoom]:
 
         def _send_all(self, frame: bytes) -> None:
             super()._send_all(frame)
-            owner.publish(self.game_id, self.seq, EVENT if self.status.live else FINAL, frame)
+            kind = FINAL if not self.status.live else ENDING if self.state.is_over else EVENT
+            owner.publish(self.game_id, self.seq, kind, frame)
 
         def _set_timer(self, flag: int, delay_s: float) -> None:
             if not self.lost:  # a game lost to another node keeps no timer

@@ -2,9 +2,10 @@
 
 The owner publishes every event of a game on the game's channel (``game:{g}``) as
 ``[seq, kind, frame]``: ``kind`` is ``"e"`` for an event (the protocol frame every
-connection gets), ``"x"`` for the game's last event (its ``game_over``: the relay stops
-there) or ``"s"`` for an unasked ``game_state`` (a new owner took the game over: the clocks
-restarted). A node with connections following a game it does not own keeps one
+connection gets), ``"m"`` for an event the game's last one follows at once (the ``moved``
+of a move that ends the game), ``"x"`` for the game's last event (its ``game_over``: the
+relay stops there) or ``"s"`` for an unasked ``game_state`` (a new owner took the game
+over: the clocks restarted). A node with connections following a game it does not own keeps one
 :class:`RemoteGame` for it, subscribed to the channel, and relays the frames to them:
 
 - in seq order, each once: a repeat is dropped; an event ahead of the next expected one
@@ -15,6 +16,11 @@ restarted). A node with connections following a game it does not own keeps one
   the snapshot or of the last missed event it was sent when it attached), so a reply that
   overtook the channel's events is not followed by a repeat.
 
+A player's move sent to the owner from this node is acknowledged from here
+(``expect_move``): when the game's ``moved`` event of that ply and move is relayed, the
+``move_ack`` is sent right after it, in the same call (after the ``game_over`` if the move
+ended the game), so the client sees them in the order of one server.
+
 It stands in for the room on this node (``server.rooms.Watched``): a session follows it as
 it follows a local room, and a player's connections going and coming are told to the
 owner (the first of a seat here: ``joined``; the last: ``left``).
@@ -23,16 +29,20 @@ owner (the first of a seat here: ``joined``; the last: ``left``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
+
+import msgpack
 
 from server.rooms import Listener
 
 log = logging.getLogger(__name__)
 
 EVENT = "e"
+ENDING = "m"
 FINAL = "x"
 SNAPSHOT = "s"
 GAP_WAIT_S = 0.3  # an event missing this long is fetched from the owner
@@ -71,6 +81,9 @@ class RemoteGame:
         self._pending: dict[int, tuple[str, bytes]] = {}
         self._kept: deque[tuple[int, bytes]] = deque(maxlen=KEPT)
         self._gap_timer: asyncio.TimerHandle | None = None
+        # moves sent to the owner from here: ply -> [(move text, called with its seq)]
+        self._expected: dict[int, list[tuple[str, Callable[[int], None]]]] = {}
+        self._acking: list[tuple[Callable[[int], None], int]] = []  # until game_over
         self.stats_relayed = 0
         self.stats_fetched = 0
 
@@ -125,6 +138,25 @@ class RemoteGame:
     def local_seats(self) -> set[int]:
         return set(self.seats.values())
 
+    @contextlib.contextmanager
+    def expect_move(self, ply: int, move: str, on_moved: Callable[[int], None]
+                    ) -> Iterator[None]:
+        """While inside: when the ``moved`` of ``move`` at ``ply`` is relayed,
+        ``on_moved(seq)`` is called right after it (after the ``game_over`` if the move
+        ended the game). A ``moved`` of another move at that ply calls nothing (a move in
+        other words than the owner's text is not recognised: the caller's timeout and
+        resend answer it)."""
+        entry = (move.strip().lower(), on_moved)
+        self._expected.setdefault(ply, []).append(entry)
+        try:
+            yield
+        finally:
+            waiting = self._expected.get(ply, [])
+            if entry in waiting:
+                waiting.remove(entry)
+            if not waiting:
+                self._expected.pop(ply, None)
+
     # -- events --------------------------------------------------------------------------
     def deliver(self, seq: int, kind: str, frame: bytes) -> None:
         """An event (or a new owner's snapshot) from the channel or from a reply."""
@@ -151,8 +183,12 @@ class RemoteGame:
     def deliver_all(self, events: Iterable[tuple[int, bytes]], *, over: bool = False) -> None:
         """Events from a reply (``over``: the last of them ends the game)."""
         listed = list(events)
+        last = len(listed) - 1
         for index, (seq, frame) in enumerate(listed):
-            self.deliver(seq, FINAL if over and index == len(listed) - 1 else EVENT, frame)
+            kind = EVENT
+            if over and index >= last - 1:
+                kind = FINAL if index == last else ENDING
+            self.deliver(seq, kind, frame)
 
     def _relay(self, seq: int, frame: bytes, kind: str) -> None:
         self.last = seq
@@ -164,9 +200,34 @@ class RemoteGame:
             if seq > seen or (snapshot and seq >= seen):
                 listener.send_frame(frame)
                 self.listeners[listener] = seq
+        if self._expected and not snapshot:
+            self._acknowledge(seq, kind, frame)
+        elif self._acking:  # the game_over after a move that ended the game
+            acking, self._acking = self._acking, []
+            for on_moved, moved_seq in acking:
+                on_moved(moved_seq)
         if kind == FINAL and not self.over:
             self.over = True
             self._links.game_over(self)
+
+    def _acknowledge(self, seq: int, kind: str, frame: bytes) -> None:
+        """A move expected here is relayed: its ack now, or after the game_over."""
+        if self._acking:
+            acking, self._acking = self._acking, []
+            for on_moved, moved_seq in acking:
+                on_moved(moved_seq)
+        event = msgpack.unpackb(frame, raw=False)
+        if not isinstance(event, dict) or event.get("t") != "moved":
+            return
+        waiting = self._expected.get(event.get("ply", -1))
+        if not waiting:
+            return
+        played = str(event.get("move", "")).lower()
+        for _text, on_moved in [entry for entry in waiting if entry[0] == played]:
+            if kind == ENDING:
+                self._acking.append((on_moved, seq))
+            else:
+                on_moved(seq)
 
     def _drain(self) -> None:
         """Relay what waited for the events before it; fetch what is still missing."""

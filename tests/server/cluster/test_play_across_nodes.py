@@ -87,6 +87,53 @@ async def test_players_and_a_spectator_on_three_nodes_play_a_game_to_its_end(
         await clients.close_all()
 
 
+async def test_a_forwarded_move_crosses_redis_once_each_way(cluster: Cluster) -> None:
+    """A player on node b plays on a game node a owns: each move is served by a, and b
+    gets no reply for it (a's ``moved`` on the game's channel acknowledges it), yet the
+    player sees ``moved`` then ``move_ack``, and ``game_over`` before the ack of the move
+    that ends the game, as on one server."""
+    a_node, b_node = await cluster.start_nodes(("a", "b"))
+    clients = Clients(a_node.url)
+    try:
+        alice, bob = await clients.guest(), await clients.guest()
+        game = await start_game(alice, bob, "hadron", {"size": 5})
+        bob = await on_node(clients, bob, b_node.url)
+        await bob.call(p.Resume, game_id=game.game_id, since_seq=0)
+        game = dataclasses.replace(game, players=(alice, bob))
+        before = [await metrics(node.port) for node in (a_node, b_node)]
+
+        rng = random.Random(5)  # bob (seat 1) plays the last move
+        bob_moves = 0
+        while not game.state.is_over:
+            if game.mover is not bob:
+                await game.play(rng=rng)
+                continue
+            await bob.drain(0.05)
+            ack = await game.play(rng=rng)
+            bob_moves += 1
+            queued = []  # what bob got before the ack, in order
+            while not bob.conn.events.empty():
+                queued.append(bob.conn.events.get_nowait())
+            assert isinstance(queued[0], p.Moved), queued
+            assert (queued[0].seq, queued[0].ply) == (ack.seq, ack.ply), queued
+            if game.state.is_over:
+                assert isinstance(queued[1], p.GameOver), queued
+        assert game.mover is alice, "bob played the last move"
+
+        after = [await metrics(node.port) for node in (a_node, b_node)]
+        served = [after[0][name] - before[0][name] for name in (
+            "tessera_cluster_served_requests_total",)]
+        assert served[0] >= bob_moves
+        forwarded = after[1]["tessera_cluster_forwarded_moves_total"] - before[1][
+            "tessera_cluster_forwarded_moves_total"]
+        assert forwarded == bob_moves
+        replies = after[1]["tessera_cluster_replies_total"] - before[1][
+            "tessera_cluster_replies_total"]
+        assert replies == 0, (bob_moves, cluster.logs())
+    finally:
+        await clients.close_all()
+
+
 async def test_chat_resign_and_errors_cross_nodes(cluster: Cluster) -> None:
     a_node, b_node = await cluster.start_nodes(("a", "b"))
     clients = Clients(a_node.url)
