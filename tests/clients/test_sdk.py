@@ -431,15 +431,20 @@ async def exited(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> int:
 
 
 async def challenge_when_online(runner: BotRunner, to: str, game: str,
-                                color: int = 0) -> str:
-    """Challenge ``to`` as soon as it has logged in (not_found until then)."""
+                                color: int = 0, log: Path | None = None) -> str:
+    """Challenge ``to`` as soon as it has logged in (not_found until then); if it never
+    does, the failure shows ``log`` (the output of the process that was to log it in)."""
     deadline = time.monotonic() + 20
     while True:
         try:
             return await runner.challenge(to, game, SMALL[game], CLOCK, color=color)
         except ServerError as e:
-            if e.code != p.ErrorCode.NOT_FOUND or time.monotonic() > deadline:
+            if e.code != p.ErrorCode.NOT_FOUND:
                 raise
+            if time.monotonic() > deadline:
+                said = log.read_text(errors="replace")[-3000:] if log is not None else ""
+                raise AssertionError(f"{to} did not log in within 20 s ({e}); its "
+                                     f"process said:\n{said}") from e
             await asyncio.sleep(0.1)
 
 
@@ -453,7 +458,7 @@ async def test_the_bridge_plays_the_example_engine_through_the_server(
     try:
         alpha = make_runner(server_proc, "alpha")
         async with running(alpha):
-            game_id = await challenge_when_online(alpha, "delta", "xodd", color=1)
+            game_id = await challenge_when_online(alpha, "delta", "xodd", color=1, log=log)
             result = await asyncio.wait_for(alpha.result(game_id), 30)
         assert await exited(bridge) == 0, log.read_text()
     finally:
@@ -475,7 +480,7 @@ async def test_the_example_bot_file_runs_itself_and_plays_a_game(
     try:
         alpha = make_runner(server_proc, "alpha")
         async with running(alpha):
-            game_id = await challenge_when_online(alpha, "delta", "hadron")
+            game_id = await challenge_when_online(alpha, "delta", "hadron", log=log)
             result = await asyncio.wait_for(alpha.result(game_id), 30)
         assert await exited(proc) == 0, log.read_text()
     finally:
@@ -496,7 +501,7 @@ async def test_bot_command_finishes_its_game_on_sigint_and_resigns_on_a_second(
         try:
             slow = make_runner(server_proc, "alpha", SlowBot(seed=4, delay=0.15))
             async with running(slow):
-                game_id = await challenge_when_online(slow, "gamma", "hadron")
+                game_id = await challenge_when_online(slow, "gamma", "hadron", log=log)
                 await until_ply(slow, game_id, 2)
                 for _ in range(signals):
                     proc.send_signal(signal.SIGINT)
