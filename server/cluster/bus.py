@@ -71,8 +71,6 @@ Handler = Callable[[str, bytes], None]
 """Called in the reader task with (channel, payload) for each message on a channel."""
 RequestHandler = Callable[[Any, str], Awaitable[Any]]
 """Serves one request: (body, asking node id) -> the reply's body (any msgpack value)."""
-Done = asyncio.Future[int] | Callable[[int], None] | None
-"""What to tell of a batched publish: a future, or a callback given its receivers."""
 
 UNKNOWN_OP = "unknown_op"
 INTERNAL_ERROR = "internal_error"
@@ -212,7 +210,7 @@ class Bus:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
         # publishes of this event-loop turn, sent together in one pipeline, in order
-        self._outbox: list[tuple[str, bytes, Done]] = []
+        self._outbox: list[tuple[str, bytes, asyncio.Future[int] | None]] = []
         self._flushing = False
         self.stats = BusStats()
         self.last_error: str | None = None
@@ -272,15 +270,13 @@ class Bus:
         self.stats.published += 1
         return int(receivers)
 
-    def publish_soon(self, channel: str, payload: bytes,
-                     reached: Callable[[int], None] | None = None) -> None:
+    def publish_soon(self, channel: str, payload: bytes) -> None:
         """Publish with the other publishes of this event-loop turn, in one pipeline, in
         the order they were made (requests and replies go the same way); a failure is
-        logged (Redis pub/sub is at most once anyway: receivers detect gaps).
-        ``reached`` is called with the number of subscribers it reached, once known."""
-        self._queue(channel, payload, reached)
+        logged (Redis pub/sub is at most once anyway: receivers detect gaps)."""
+        self._queue(channel, payload, None)
 
-    def _queue(self, channel: str, payload: bytes, done: Done) -> None:
+    def _queue(self, channel: str, payload: bytes, done: asyncio.Future[int] | None) -> None:
         self._outbox.append((channel, payload, done))
         if not self._flushing:
             self._flushing = True
@@ -306,16 +302,13 @@ class Bus:
                     failure = BusUnavailable(f"cannot publish: {exc}")
                     log.warning("bus: %d messages not published: %s", len(batch), exc)
                     for _, _, done in batch:
-                        if isinstance(done, asyncio.Future) and not done.done():
+                        if done is not None and not done.done():
                             done.set_exception(failure)
                     continue
                 self.stats.published += len(batch)
                 for (_, _, done), count in zip(batch, receivers, strict=True):
-                    if isinstance(done, asyncio.Future):
-                        if not done.done():
-                            done.set_result(int(count))
-                    elif done is not None:
-                        done(int(count))
+                    if done is not None and not done.done():
+                        done.set_result(int(count))
         finally:
             self._flushing = False
 

@@ -30,7 +30,7 @@ makes the games of the process a cluster's (docs/SCALING.md):
   follows a game only after it subscribed and then asked its owner something about it
   (``follow``, ``events``, ``seat``, ``game``), or was asked by the owner to seat a player;
   each of these *marks* the game followed at the owner, which publishes its events from
-  then on, until a publish reaches nobody with no mark made since it was sent. A game no
+  then on until the game ends there. A game no
   other node follows (both players and every spectator here: most games) costs Redis
   nothing per move.
 
@@ -288,8 +288,7 @@ class ClusterNode:
         self._taking: dict[str, asyncio.Task[bool]] = {}
         self._owners: dict[str, str] = {}  # a game's owner as last found (a hint)
         # games owned here that another node may follow -> the mark made last (docstring)
-        self._followed: dict[str, int] = {}
-        self._marks = itertools.count(1)
+        self._followed: set[str] = set()
         self._reclaiming: dict[str, asyncio.Task[None]] = {}
         # games lost whose connections here do not follow them yet: (room, connections)
         self._orphans: dict[str, tuple[GameRoom, list[Any]]] = {}
@@ -437,7 +436,7 @@ class ClusterNode:
 
     def finished(self, room: GameRoom) -> None:
         self._drop_seats(room.game_id)
-        self._followed.pop(room.game_id, None)
+        self._followed.discard(room.game_id)
         self.spawn(self.leases.release(room.game_id))
 
     def holds(self, game_id: str) -> bool:
@@ -453,27 +452,21 @@ class ClusterNode:
         """Publish a game's event on its channel if another node may follow it, with this
         event-loop turn's other publishes (a failure is logged: the followers' gap
         detection fetches what they missed)."""
-        mark = self._followed.get(game_id)
-        if mark is None:
+        if game_id not in self._followed:
             self.stats.unpublished += 1
             return
         if kind == FINAL:
-            del self._followed[game_id]
+            self._followed.discard(game_id)
         self.stats.published += 1
         self.bus.publish_soon(self.keys.game_channel(game_id),
-                              msgpack.packb([seq, kind, frame], use_bin_type=True),
-                              partial(self._reached, game_id, mark))
+                              msgpack.packb([seq, kind, frame], use_bin_type=True))
 
     def mark_followed(self, game_id: str) -> None:
         """Another node may follow a game owned here (it subscribed to the channel before
-        it asked): publish its events."""
-        self._followed[game_id] = next(self._marks)
-
-    def _reached(self, game_id: str, mark: int, receivers: int) -> None:
-        """A publish reached nobody: unless a node marked the game since it was sent,
-        nobody follows it elsewhere any more."""
-        if not receivers and self._followed.get(game_id) == mark:
-            del self._followed[game_id]
+        it asked): publish its events from now until the game ends here (a follower that
+        lost its subscription a while, or came without asking, as a node that lost the
+        game does, still gets them)."""
+        self._followed.add(game_id)
 
     async def confirm(self, game_id: str) -> bool:
         reclaim = self._reclaiming.get(game_id)
@@ -507,7 +500,7 @@ class ClusterNode:
         if room is None:
             return
         room.lost = True  # type: ignore[attr-defined]
-        self._followed.pop(game_id, None)
+        self._followed.discard(game_id)
         self.stats.lost += 1
         log.warning("cluster: lost game %s (%s)", game_id, why,
                     extra={"game_id": game_id})
@@ -552,6 +545,7 @@ class ClusterNode:
                 seat = room.seat_of(user.id) if user is not None else None
                 session.send_frame(frame)
                 remote.attach(session, snapshot.seq, seat)
+            self.catch_up(remote)  # what the new owner sent before we subscribed
         finally:
             self._release_hold(remote)
 
@@ -589,7 +583,7 @@ class ClusterNode:
                  extra={"game_id": game_id})
         frame = p.encode(p.GameState(game=room.snapshot()))
         if games.live(game_id) is room:
-            self.mark_followed(game_id)  # the last owner's followers: until none is left
+            self.mark_followed(game_id)  # the last owner's followers
             self.publish(game_id, room.seq, SNAPSHOT, frame)
         followers: list[tuple[Any, int | None]] = []
         remote = self.remote.pop(game_id, None)

@@ -105,6 +105,16 @@ def name_key(name: str) -> str:
     return name.casefold()
 
 
+def new_token() -> str:
+    """A fresh secret token (256 random bits, URL-safe) that never starts with ``-``: a
+    token is given on command lines (``tessera bridge --token T``), where a leading dash
+    reads as an option (one token in 64 did: its bot could not log in)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
+
+
 def token_digest(token: str) -> str:
     """The sha256 hex digest under which a token is stored and looked up."""
     return hashlib.sha256(token.encode()).hexdigest()
@@ -261,7 +271,7 @@ class Store:
         moment = _now(now)
         for name in names:
             check_fits(UserRow, "name", name)
-        tokens = [secrets.token_urlsafe(32) for _ in names]
+        tokens = [new_token() for _ in names]
         users = [{"name": name, "name_key": name_key(name), "kind": "guest",
                   "password_hash": None, "created_at": moment, "failed_logins": 0}
                  for name in names]
@@ -346,7 +356,7 @@ class Store:
         if kind not in TOKEN_KINDS:
             raise ValueError(f"token kind must be one of {TOKEN_KINDS}, not {kind!r}")
         check_fits(ApiTokenRow, "label", label)
-        token = secrets.token_urlsafe(32)
+        token = new_token()
         row = ApiTokenRow(
             user_id=user_id,
             kind=kind,

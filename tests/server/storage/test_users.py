@@ -10,6 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from server.storage import Conflict, NameTaken, Store, User, token_digest
+from server.storage.repo import new_token
 
 from .conftest import T0, at
 
@@ -156,3 +157,11 @@ async def test_revoked_since_lists_digests_of_recent_revocations(store: Store) -
     found = await store.revoked_since(t0 - timedelta(seconds=1))
     assert found == [token_digest(new_token)]
     assert token_digest(old_token) not in found and token_digest(live_token) not in found
+
+
+def test_no_token_starts_with_a_dash() -> None:
+    """A token is given on command lines (``--token T``): one starting with ``-`` reads as
+    an option there. One random URL-safe token in 64 does; of 5,000 none may."""
+    tokens = [new_token() for _ in range(5000)]
+    assert not [token for token in tokens if token.startswith("-")]
+    assert len(set(tokens)) == 5000 and {len(token) for token in tokens} == {43}
