@@ -49,6 +49,13 @@ GAP_WAIT_S = 0.3  # an event missing this long is fetched from the owner
 KEPT = 256  # events kept to bring a connection attached late up to date
 
 
+def same_move(text: str) -> str:
+    """A move's text as the rules read it, to compare a sent move with the owner's
+    canonical one: case, spaces and the order of a two-stone placement do not matter
+    (``Wf7, ba1`` is ``Ba1,Wf7``)."""
+    return ",".join(sorted("".join(part.split()).lower() for part in text.split(",")))
+
+
 class Links(Protocol):
     """What a remote game asks of its node."""
 
@@ -143,10 +150,8 @@ class RemoteGame:
                     ) -> Iterator[None]:
         """While inside: when the ``moved`` of ``move`` at ``ply`` is relayed,
         ``on_moved(seq)`` is called right after it (after the ``game_over`` if the move
-        ended the game). A ``moved`` of another move at that ply calls nothing (a move in
-        other words than the owner's text is not recognised: the caller's timeout and
-        resend answer it)."""
-        entry = (move.strip().lower(), on_moved)
+        ended the game). A ``moved`` of another move at that ply calls nothing."""
+        entry = (same_move(move), on_moved)
         self._expected.setdefault(ply, []).append(entry)
         try:
             yield
@@ -222,7 +227,7 @@ class RemoteGame:
         waiting = self._expected.get(event.get("ply", -1))
         if not waiting:
             return
-        played = str(event.get("move", "")).lower()
+        played = same_move(str(event.get("move", "")))
         for _text, on_moved in [entry for entry in waiting if entry[0] == played]:
             if kind == ENDING:
                 self._acking.append((on_moved, seq))

@@ -59,3 +59,14 @@ async def test_another_move_at_that_ply_is_not_acknowledged() -> None:
     with remote.expect_move(0, "a2", log.acked):
         remote.deliver_all([(4, moved(4, 0, "a1"))])
     assert log.seen == ["moved"]
+
+
+async def test_a_move_sent_in_other_words_is_recognised_as_the_owners() -> None:
+    """The owner's text is canonical; the rules read the sent one the same way whatever
+    its case, spaces and the order of its two stones (engine: ``Wf7 , ba1`` is
+    ``Ba1,Wf7``), so its ack does not wait for a timeout."""
+    remote, log = RemoteGame("g1", Links()), Log()
+    remote.attach(log, 3, 0, told=True)
+    with remote.expect_move(0, " Wf7 , ba1", log.acked):
+        remote.deliver_all([(4, moved(4, 0, "Ba1,Wf7"))])
+    assert log.seen == ["moved", "ack 4"]
