@@ -56,6 +56,7 @@ from clients.sdk.cli import load_bot_class
 from clients.sdk.policy import Policy
 from clients.sdk.runner import BotRunner, ChallengeDeclined, FatalError, GameResult
 from clients.sdk.specs import GameSpec, parse_game_spec
+from clients.stored import sqlite_file_url
 
 log = logging.getLogger("clients.arena")
 
@@ -371,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(
                 prefix="tessera-arena-")))
-            db = args.db or f"sqlite+aiosqlite:///{workdir / 'arena.db'}"
+            db = args.db or sqlite_file_url(workdir / 'arena.db')
             server = LocalServer(workdir, db_url=db)
             server.start()
             stack.callback(server.stop)

@@ -16,6 +16,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .stored import sqlite_file_url
+
 START_TIMEOUT_S = 60.0
 
 
@@ -38,7 +40,7 @@ class LocalServer:
                  extra_args: Sequence[str] = (), log_level: str = "warning") -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
-        self.db_url = db_url or f"sqlite+aiosqlite:///{directory / 'tessera.db'}"
+        self.db_url = db_url or sqlite_file_url(directory / 'tessera.db')
         self.port = port or free_port()
         self.extra_args = list(extra_args)
         self.log_level = log_level
