@@ -1066,10 +1066,10 @@ class ClusterNode:
             seat = remote.seat_of(body["u"])
             for session in list(member.sessions):
                 session.send_frame(body["started"])
-                session.rooms[game_id] = remote
-                remote.attach(session, 1, seat, told=True)
                 for frame in body["after"]:
                     session.send_frame(frame)
+                session.rooms[game_id] = remote
+                remote.attach(session, 1, seat, told=True)  # then what was relayed since
             self.catch_up(remote)  # whatever happened since it started
         finally:
             self._release_hold(remote)

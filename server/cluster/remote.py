@@ -127,15 +127,16 @@ class RemoteGame:
         """Follow the game from event ``seq`` on (the listener was sent everything up to
         it); the events already relayed after it are sent at once. A player's seat is
         told to the owner if it is the first here (unless ``told``: the owner knows)."""
-        if self.last is None:
-            self.last = seq
+        if self.last is None:  # the first: what came before it waited for it
+            self.last = self.listeners[listener] = seq
             self._drain()
-        elif seq < self.last:
-            for kept_seq, frame in self._kept:
-                if kept_seq > seq:
-                    listener.send_frame(frame)
-            seq = self.last
-        self.listeners[listener] = seq
+        else:
+            if seq < self.last:
+                for kept_seq, frame in self._kept:
+                    if kept_seq > seq:
+                        listener.send_frame(frame)
+                seq = self.last
+            self.listeners[listener] = seq
         if seat is not None:
             was_here = seat in self.seats.values()
             self.seats[listener] = seat

@@ -1,4 +1,5 @@
-"""A RemoteGame acknowledging a move sent from its node (no network: the relay itself)."""
+"""A RemoteGame relaying events and acknowledging a move sent from its node (no network:
+the relay itself)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,20 @@ async def test_a_move_sent_in_other_words_is_recognised_as_the_owners() -> None:
     with remote.expect_move(0, " Wf7 , ba1", log.acked):
         remote.deliver_all([(4, moved(4, 0, "Ba1,Wf7"))])
     assert log.seen == ["moved", "ack 4"]
+
+
+async def test_events_that_came_before_the_first_attachment_reach_it() -> None:
+    """A node that lost a game subscribes, then reads the store and attaches its players at
+    the stored seq: the events published meanwhile (a move forwarded in that window) wait,
+    and reach the players as they attach (they once went to nobody: a player missed a
+    move after Redis restarted and another node took the game over)."""
+    remote, log = RemoteGame("g1", Links()), Log()
+    remote.deliver(4, EVENT, moved(4, 0, "a1"))
+    remote.deliver(5, EVENT, moved(5, 1, "b2"))
+    remote.deliver(3, EVENT, moved(3, 1, "c3"))  # the stored snapshot has it already
+    remote.attach(log, 3, 0, told=True)
+    assert log.seen == ["moved", "moved"]
+    assert remote.last == 5 and remote.listeners[log] == 5
+    late = Log()  # a second player attached from the same snapshot gets them as well
+    remote.attach(late, 3, 1, told=True)
+    assert late.seen == ["moved", "moved"]
