@@ -72,10 +72,11 @@ async def until(deadline: float) -> None:
     await asyncio.sleep(max(0.0, deadline - time.monotonic()))
 
 
-async def forever_until(deadline: float, body: Callable[[], Awaitable[None]], tally: Tally
-                        ) -> None:
-    """Run ``body`` again and again until ``deadline``; a dropped connection is counted."""
-    while time.monotonic() < deadline:
+async def forever_until(deadline: float, body: Callable[[], Awaitable[None]], tally: Tally,
+                        stop: asyncio.Event | None = None) -> None:
+    """Run ``body`` again and again until ``deadline`` (or ``stop`` is set, if given); a
+    dropped connection is counted."""
+    while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
         try:
             await body()
         except (TimeoutError, Disconnected, ConnectionClosed, OSError) as exc:
@@ -735,6 +736,7 @@ def record(tally: Tally, by_kind: dict[str, dict[str, int]], kind: str, outcome:
 INBOX_TARGET = ("inboxtarget", "inboxtarget-password-1", "127.0.0.20")  # name, password, from
 INBOX_FRIEND = ("inboxfriend", "inboxfriend-password-1", "127.0.0.21")
 REACH_TIMEOUT_S = 5.0  # a created challenge's challenge_received must reach its target by then
+FRIEND_LATE_S = 30.0  # inbox-flood runs on at most this long for the friend's try under each choice
 
 
 async def registered(port: int, account: tuple[str, str, str]) -> Connection:
@@ -755,10 +757,12 @@ async def inbox_flood(port: int, params: dict[str, Any], tally: Tally, ready: Re
     """Many guests, each from an address of its own, challenge one registered player as
     fast as the server lets them (the player declines them as they come), while a
     registered friend challenges the same player again and again (each challenge withdrawn
-    once it has arrived). Halfway through, the player lets only registered players
-    challenge them. The friend's figures are what the
-    server answered: each challenge created (``challenge_created``) and received by the
-    player (``challenge_received`` with its id), or refused (by code)."""
+    once it has arrived). Halfway through (once the friend's first try is over), the player
+    lets only registered players challenge them; the flood goes on until the friend has
+    tried under that choice too (on a slow machine a try can outlast the attack's
+    seconds). The friend's figures are what the server answered: each challenge created
+    (``challenge_created``) and received by the player (``challenge_received`` with its
+    id), or refused (by code), and the tries under each choice."""
     start = time.monotonic()
     deadline = start + params["seconds"]
     target = await registered(port, INBOX_TARGET)
@@ -792,37 +796,53 @@ async def inbox_flood(port: int, params: dict[str, Any], tally: Tally, ready: Re
                 if conn.events.get_nowait() is None:
                     raise Disconnected("closed")
 
-        await forever_until(deadline, body, tally)
+        await forever_until(deadline + FRIEND_LATE_S, body, tally, stop=friend_done)
 
     legit: dict[str, Any] = {"tries": 0, "created": 0, "reached": 0, "refused": {},
-                             "reach_ms": []}
+                             "reach_ms": [], "tries_while": {"everyone": 0, "registered": 0}}
+    friend_done, first_try = asyncio.Event(), asyncio.Event()
+
+    def friend_goes_on() -> bool:
+        now = time.monotonic()
+        return now < deadline or (legit["tries_while"]["registered"] == 0
+                                  and now < deadline + FRIEND_LATE_S)
 
     async def befriend() -> None:
-        while time.monotonic() < deadline:
-            legit["tries"] += 1
-            t0 = time.monotonic()
-            try:
-                created = await asyncio.wait_for(friend.call(
-                    p.Challenge, to=INBOX_TARGET[0], game="hadron", options={"size": 5},
-                    clock=p.Fischer(base_ms=300_000, increment_ms=3_000)), 30)
-            except ServerError as exc:
-                legit["refused"][exc.code] = legit["refused"].get(exc.code, 0) + 1
-                await asyncio.sleep(params["interval"])
-                continue
-            assert isinstance(created, p.ChallengeCreated)
-            legit["created"] += 1
-            cid = created.challenge_id
-            while cid not in arrived and time.monotonic() - t0 < REACH_TIMEOUT_S:
-                await asyncio.sleep(0.01)
-            if cid in arrived:
-                legit["reached"] += 1
-                legit["reach_ms"].append(round((arrived[cid] - t0) * 1000, 1))
-            with contextlib.suppress(ServerError):
-                await asyncio.wait_for(friend.call(p.CancelChallenge, challenge_id=cid), 30)
+        try:
+            while friend_goes_on():
+                await befriend_once()
+                first_try.set()
+        finally:
+            first_try.set()
+            friend_done.set()
+
+    async def befriend_once() -> None:
+        legit["tries"] += 1
+        legit["tries_while"][choice["now"]] += 1
+        t0 = time.monotonic()
+        try:
+            created = await asyncio.wait_for(friend.call(
+                p.Challenge, to=INBOX_TARGET[0], game="hadron", options={"size": 5},
+                clock=p.Fischer(base_ms=300_000, increment_ms=3_000)), 30)
+        except ServerError as exc:
+            legit["refused"][exc.code] = legit["refused"].get(exc.code, 0) + 1
             await asyncio.sleep(params["interval"])
+            return
+        assert isinstance(created, p.ChallengeCreated)
+        legit["created"] += 1
+        cid = created.challenge_id
+        while cid not in arrived and time.monotonic() - t0 < REACH_TIMEOUT_S:
+            await asyncio.sleep(0.01)
+        if cid in arrived:
+            legit["reached"] += 1
+            legit["reach_ms"].append(round((arrived[cid] - t0) * 1000, 1))
+        with contextlib.suppress(ServerError):
+            await asyncio.wait_for(friend.call(p.CancelChallenge, challenge_id=cid), 30)
+        await asyncio.sleep(params["interval"])
 
     async def choose_later() -> None:
         await until(start + params["seconds"] / 2)
+        await first_try.wait()
         await target.call(p.SetChallengePolicy, policy="registered")
         choice["now"] = "registered"
 

@@ -183,12 +183,15 @@ ATTACK_TARGETS: dict[str, Callable[[dict[str, Any], float], dict[str, dict[str, 
 
 
 def legitimate_challenger(attacker: dict[str, Any]) -> dict[str, Any]:
-    """The friend's challenges to the flooded player: each created, each received."""
+    """The friend's challenges to the flooded player: each created, each received (and
+    how many were sent while the player let everyone, or only registered players, challenge
+    them)."""
     legit = attacker.get("legitimate", {})
     tries = legit.get("tries", 0)
     return {"ok": tries > 0 and legit.get("created") == legit.get("reached") == tries,
             "tries": tries, "created": legit.get("created", 0),
             "reached": legit.get("reached", 0), "refused": legit.get("refused", {}),
+            "tries_while": legit.get("tries_while", {}),
             "reach_ms_max": legit.get("reach_ms_max")}
 
 
