@@ -808,8 +808,8 @@ async def inbox_flood(port: int, params: dict[str, Any], tally: Tally, ready: Re
 
     def friend_goes_on() -> bool:
         now = time.monotonic()
-        return now < deadline or (legit["tries_while"]["registered"] == 0
-                                  and now < deadline + FRIEND_LATE_S)
+        tried_after: int = legit["tries_while"]["registered"]
+        return now < deadline or (tried_after == 0 and now < deadline + FRIEND_LATE_S)
 
     async def befriend() -> None:
         try:
