@@ -21,7 +21,7 @@ play as guests.
 With ``--sprt elo0=E0,elo1=E1[,alpha=A,beta=B]`` two bots play a sequential probability
 ratio test (:mod:`clients.sprt`) instead of a fixed number of games: pairs of games of one
 ``--game`` (the next one for each pair), each bot taking each colour once, until the test
-accepts H0 or H1 or ``--games`` (default 1000) have been played. A line per pair gives the
+accepts H0 or H1 or ``--games`` (default 10,000) have been played. A line per pair gives the
 log-likelihood ratio and its bounds; the verdict follows the table. Exit status 0 when the
 test reached a verdict (either one), 1 when it did not.
 
@@ -73,7 +73,7 @@ ALL_CLOCKS = frozenset({"fischer", "per_move", "correspondence", "unlimited"})
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 CHALLENGE_RETRIES = 50  # a challenge declined because the opponent is still finishing a game
-GAMES, SPRT_MAX_GAMES = 10, 1000  # --games by default: per pairing and game; with --sprt, a cap
+GAMES, SPRT_MAX_GAMES = 10, 10_000  # --games by default: per pairing and game; with --sprt, a cap
 _LABEL = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,15})=(.+)")
 
 
@@ -498,7 +498,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sprt = SprtRun(SprtParams.parse(args.sprt)) if args.sprt is not None else None
         if sprt is not None and len(entrants) != 2:
             raise ValueError("--sprt is a test between exactly two bots")
-        games = args.games or (GAMES if sprt is None else SPRT_MAX_GAMES)
+        games = args.games
+        if games is None:
+            games = GAMES if sprt is None else SPRT_MAX_GAMES
         if games < (1 if sprt is None else 2) or args.jobs < 1:
             raise ValueError("--games must be at least 1 (2 with --sprt), --jobs at least 1")
     except (ValueError, OSError) as e:
