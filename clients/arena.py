@@ -304,10 +304,6 @@ class Arena:
 
 
 # -- the table ----------------------------------------------------------------------------------
-def _llr(value: float) -> str:
-    return f"{round(value, 2) + 0:.2f}"  # + 0: no "-0.00"
-
-
 def _elo(value: float) -> str:
     if not math.isfinite(value):
         return "+inf" if value > 0 else "-inf"
@@ -364,6 +360,10 @@ def table(arena: Arena) -> str:
 
 
 # -- the SPRT -----------------------------------------------------------------------------------
+def _llr(value: float) -> str:
+    return f"{round(value, 2) + 0:.2f}"  # + 0: no "-0.00"
+
+
 @dataclass
 class SprtRun:
     """The SPRT of a two-bot arena: the pairs counted so far, the LLR and the verdict."""
