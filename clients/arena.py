@@ -18,6 +18,13 @@ says where) and creates the accounts with ``python -m server admin create-bot``.
 ``--server``, ``--token LABEL=TOKEN`` logs a bot in with its bot token; bots without one
 play as guests.
 
+With ``--sprt elo0=E0,elo1=E1[,alpha=A,beta=B]`` two bots play a sequential probability
+ratio test (:mod:`clients.sprt`) instead of a fixed number of games: pairs of games of one
+``--game`` (the next one for each pair), each bot taking each colour once, until the test
+accepts H0 or H1 or ``--games`` (default 10,000) have been played. A line per pair gives the
+log-likelihood ratio and its bounds; the verdict follows the table. Exit status 0 when the
+test reached a verdict (either one), 1 when it did not.
+
 ``--time`` is each bot's think time per move as in ``python -m clients.bots.match`` (a
 budget of that many milliseconds per move, of which bots plan 80%); the game clock
 (``--clock``, default 10x that per move, at least ``2s/move``) is what the server enforces.
@@ -30,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -56,6 +64,7 @@ from clients.sdk.cli import load_bot_class
 from clients.sdk.policy import Policy
 from clients.sdk.runner import BotRunner, ChallengeDeclined, FatalError, GameResult
 from clients.sdk.specs import GameSpec, parse_game_spec
+from clients.sprt import H1, Pentanomial, SprtParams, elo_estimate, llr
 from clients.stored import sqlite_file_url
 
 log = logging.getLogger("clients.arena")
@@ -64,6 +73,7 @@ ALL_CLOCKS = frozenset({"fischer", "per_move", "correspondence", "unlimited"})
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 CHALLENGE_RETRIES = 50  # a challenge declined because the opponent is still finishing a game
+GAMES, SPRT_MAX_GAMES = 10, 10_000  # --games by default: per pairing and game; with --sprt, a cap
 _LABEL = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,15})=(.+)")
 
 
@@ -126,6 +136,12 @@ class ArenaGame:
     def a_won(self) -> bool | None:
         return self.result.won
 
+    @property
+    def a_score(self) -> float | None:
+        """Bot A's points: 1 for a win, 0 for a loss, None if the game was aborted."""
+        won = self.a_won
+        return None if won is None else float(won)
+
 
 @dataclass
 class Arena:
@@ -138,6 +154,7 @@ class Arena:
     move_time_ms: int | None
     jobs: int = 1
     seed: int | None = None
+    sprt: SprtRun | None = None  # play pairs until its verdict, at most ``games`` games
     results: list[ArenaGame] = field(default_factory=list)
 
     def pairs(self) -> Iterator[tuple[int, int]]:
@@ -151,8 +168,10 @@ class Arena:
                 for k in range(self.games)]
 
     async def run(self, url: str, tokens: Sequence[str | None],
-                  progress: Callable[[str], None] | None = None) -> None:
-        """Connect every bot, play the schedule, disconnect."""
+                  progress: Callable[[str], None] | None = None,
+                  report: Callable[[str], None] | None = None) -> None:
+        """Connect every bot, play the schedule (or the SPRT's pairs), disconnect.
+        ``progress`` gets a line per game, ``report`` one per SPRT pair."""
         runners = []
         for index, entrant in enumerate(self.entrants):
             seed = None if self.seed is None else self.seed * 1000 + index
@@ -171,20 +190,10 @@ class Arena:
             everyone = frozenset(r.name.lower() for r in runners)
             for r in runners:
                 r.policy = replace(r.policy, accept_from=everyone - {r.name.lower()})
-            jobs = asyncio.Semaphore(self.jobs)
-            schedule = self.schedule()
-            done = 0
-
-            async def play(pair: tuple[int, int], spec: GameSpec, k: int) -> None:
-                nonlocal done
-                async with jobs:
-                    game = await self._play_one(runners, pair, spec, k)
-                self.results.append(game)
-                done += 1
-                if progress is not None:
-                    progress(self._progress_line(done, len(schedule), game))
-
-            await asyncio.gather(*(play(*item) for item in schedule))
+            if self.sprt is None:
+                await self._play_schedule(runners, progress)
+            else:
+                await self._play_sprt(self.sprt, runners, progress, report)
         finally:
             for r in runners:
                 r.stop(resign=True)
@@ -192,6 +201,63 @@ class Arena:
             for task in pending:  # e.g. the server is gone and nothing can be resigned
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _play_schedule(self, runners: list[BotRunner],
+                             progress: Callable[[str], None] | None) -> None:
+        jobs = asyncio.Semaphore(self.jobs)
+        schedule = self.schedule()
+
+        async def play(pair: tuple[int, int], spec: GameSpec, k: int) -> None:
+            async with jobs:
+                game = await self._play_one(runners, pair, spec, k)
+            self._finished(game, len(schedule), progress)
+
+        await asyncio.gather(*(play(*item) for item in schedule))
+
+    async def _play_sprt(self, sprt: SprtRun, runners: list[BotRunner],
+                         progress: Callable[[str], None] | None,
+                         report: Callable[[str], None] | None) -> None:
+        """Games 2k and 2k+1 are pair k (bot A first, then second); ``jobs`` workers take
+        the games in order, each finished pair is tested, and the first verdict ends it
+        (games still in progress are resigned as the bots stop, and not counted)."""
+        cap = self.games - self.games % 2
+        next_game = 0
+        waiting: dict[int, ArenaGame] = {}  # a finished game whose partner is not
+
+        async def worker() -> None:
+            nonlocal next_game
+            while sprt.verdict is None and next_game < cap:
+                index, next_game = next_game, next_game + 1
+                number = index // 2
+                spec = self.specs[number % len(self.specs)]
+                game = await self._play_one(runners, (0, 1), spec, index)
+                self._finished(game, cap, progress)
+                partner = waiting.pop(index ^ 1, None)
+                if partner is None:
+                    waiting[index] = game
+                    continue
+                first, second = (game, partner) if game.a_seat == 0 else (partner, game)
+                counted = sprt.add_pair(first, second)
+                if report is not None:
+                    report(sprt.pair_line(number + 1, spec, first, second, counted,
+                                          [e.label for e in self.entrants]))
+
+        workers = {asyncio.create_task(worker()) for _ in range(self.jobs)}
+        try:
+            while workers and sprt.verdict is None:
+                done, workers = await asyncio.wait(workers, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    task.result()
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    def _finished(self, game: ArenaGame, total: int,
+                  progress: Callable[[str], None] | None) -> None:
+        self.results.append(game)
+        if progress is not None:
+            progress(self._progress_line(len(self.results), total, game))
 
     @staticmethod
     async def _wait_ready(runners: list[BotRunner], tasks: list[asyncio.Task[None]]) -> None:
@@ -293,6 +359,70 @@ def table(arena: Arena) -> str:
     return "\n".join(lines)
 
 
+# -- the SPRT -----------------------------------------------------------------------------------
+def _llr(value: float) -> str:
+    return f"{round(value, 2) + 0:.2f}"  # + 0: no "-0.00"
+
+
+@dataclass
+class SprtRun:
+    """The SPRT of a two-bot arena: the pairs counted so far, the LLR and the verdict."""
+
+    params: SprtParams
+    result: Pentanomial = field(default_factory=Pentanomial)
+    games: list[ArenaGame] = field(default_factory=list)  # those of the pairs counted
+    llr: float = 0.0
+    verdict: str | None = None
+
+    def add_pair(self, first: ArenaGame, second: ArenaGame) -> bool:
+        """Count a finished pair and test again; False (not counted) if a game was aborted."""
+        a, b = first.a_score, second.a_score
+        if a is None or b is None:
+            return False
+        self.result = self.result.add(a, b)
+        self.games += [first, second]
+        self.llr = llr(self.result, self.params)
+        self.verdict = self.params.verdict(self.llr)
+        return True
+
+    def bounds(self) -> str:
+        return f"({_llr(self.params.lower)}, {_llr(self.params.upper)})"
+
+    def pair_line(self, number: int, spec: GameSpec, first: ArenaGame, second: ArenaGame,
+                  counted: bool, labels: Sequence[str]) -> str:
+        """``pair 3 (xodd size=3): mcts 2-0 random; ptnml(0-2) 0, 0, 1, 0, 2; LLR 1.26
+        (-2.94, 2.94)``."""
+        if not counted:
+            return f"pair {number} ({spec}): a game was aborted, the pair is not counted"
+        wins = sum(1 for g in (first, second) if g.a_won)
+        return (f"pair {number} ({spec}): {labels[0]} {wins}-{2 - wins} {labels[1]}; "
+                f"ptnml(0-2) {self.result}; LLR {_llr(self.llr)} {self.bounds()}")
+
+    def report(self, labels: Sequence[str], ended: str) -> str:
+        """The verdict, the games (W/D/L for bot A), the pair counts and the Elo estimate;
+        ``ended`` says why an inconclusive test stopped."""
+        a, b = labels
+        params = self.params
+        if self.verdict == H1:
+            verdict = (f"H1 accepted (LLR {_llr(self.llr)} >= {_llr(params.upper)}): {a} is "
+                       f"more than {params.elo0:g} Elo stronger than {b}")
+        elif self.verdict is not None:
+            verdict = (f"H0 accepted (LLR {_llr(self.llr)} <= {_llr(params.lower)}): {a} is not "
+                       f"{params.elo1:g} Elo stronger than {b}")
+        else:
+            verdict = f"inconclusive, {ended} (LLR {_llr(self.llr)} within {self.bounds()})"
+        wins = sum(1 for g in self.games if g.a_won)
+        estimate = elo_estimate(self.result)
+        interval = ("no interval: every pair scored alike" if estimate.low is None
+                    or estimate.high is None
+                    else f"95% CI {_elo(estimate.low)}..{_elo(estimate.high)}")
+        return "\n".join([
+            f"SPRT {params}: {verdict}",
+            f"{len(self.games)} games in {self.result.pairs} pairs: {a} W/D/L "
+            f"{wins}/0/{len(self.games) - wins}; ptnml(0-2) {self.result}",
+            f"Elo {a}-{b}: {_elo(estimate.elo)} ({interval})"])
+
+
 # -- the command --------------------------------------------------------------------------------
 def parse_tokens(items: Sequence[str], labels: Sequence[str]) -> dict[str, str]:
     tokens: dict[str, str] = {}
@@ -315,8 +445,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--game", action="append", default=[], metavar="SPEC",
                         help="a game and options, e.g. 'hadron size=7' (repeatable; "
                              f"default: {', '.join(engine.GAMES)} with default options)")
-    parser.add_argument("--games", type=int, default=10, metavar="N",
-                        help="games per pairing and game (default: %(default)s)")
+    parser.add_argument("--games", type=int, metavar="N",
+                        help=f"games per pairing and game (default: {GAMES}); with --sprt, "
+                             f"the most games to play (default: {SPRT_MAX_GAMES})")
+    parser.add_argument("--sprt", type=str, metavar="elo0=E0,elo1=E1[,alpha=A,beta=B]",
+                        help="two bots: play pairs of games, colours swapped, until a "
+                             "sequential probability ratio test (pentanomial, logistic Elo) "
+                             "accepts H0 (elo = E0) or H1 (elo = E1); alpha and beta default "
+                             "to 0.05. Exit status 0 when it reached a verdict, 1 when not")
     parser.add_argument("--time", type=float, default=0.2, metavar="S",
                         help="think time per move, seconds (default: %(default)s)")
     parser.add_argument("--clock", help="the game clock, e.g. 5s/move or 1m+1s (default: "
@@ -359,12 +495,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         given = parse_tokens(args.token, labels)
         if given and not args.server:
             raise ValueError("--token is for --server; a local arena creates its own accounts")
-        if args.games < 1 or args.jobs < 1:
-            raise ValueError("--games and --jobs must be at least 1")
+        sprt = SprtRun(SprtParams.parse(args.sprt)) if args.sprt is not None else None
+        if sprt is not None and len(entrants) != 2:
+            raise ValueError("--sprt is a test between exactly two bots")
+        games = args.games
+        if games is None:
+            games = GAMES if sprt is None else SPRT_MAX_GAMES
+        if games < (1 if sprt is None else 2) or args.jobs < 1:
+            raise ValueError("--games must be at least 1 (2 with --sprt), --jobs at least 1")
     except (ValueError, OSError) as e:
         parser.error(str(e))
-    arena = Arena(entrants, specs, args.games, clock, move_time, args.jobs, args.seed)
+    arena = Arena(entrants, specs, games, clock, move_time, args.jobs, args.seed, sprt)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    report: Callable[[str], None] = functools.partial(print, flush=True)
     with contextlib.ExitStack() as stack:
         if args.server:
             url, where = args.server, args.server
@@ -381,20 +524,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                            for i, e in enumerate(entrants)]))
             url = server.url
             where = f"{url} (local; database {db}{'' if args.db else ', removed at exit'})"
-        print(f"arena: {', '.join(labels)}; {args.games} games per pairing and game; clock "
-              f"{p.format_time_control(clock)}; think {args.time:g} s per move; jobs {args.jobs}; "
-              f"server {where}", flush=True)
+        plan = (f"{games} games per pairing and game" if sprt is None else
+                 f"SPRT {sprt.params} in pairs of games, at most {games - games % 2} games")
+        print(f"arena: {', '.join(labels)}; {plan}; clock {p.format_time_control(clock)}; "
+              f"think {args.time:g} s per move; jobs {args.jobs}; server {where}", flush=True)
         started = time.monotonic()
+        ended = f"the cap of {games - games % 2} games (--games) reached"
         try:
-            asyncio.run(arena.run(url, tokens, progress))
+            asyncio.run(arena.run(url, tokens, progress, report))
         except KeyboardInterrupt:
             print("interrupted: results so far", file=sys.stderr)
+            ended = "interrupted"
         except (RuntimeError, FatalError, ServerError, Disconnected) as e:
             print(f"arena: {e}; results so far:", file=sys.stderr)
             print(table(arena))
+            if sprt is not None:
+                print(sprt.report(labels, "stopped by an error"))
             return 1
         print(table(arena))
         print(f"{len(arena.results)} games in {time.monotonic() - started:.0f} s")
+        if sprt is not None:
+            print(sprt.report(labels, ended))
+            return 0 if sprt.verdict is not None else 1
     return 0
 
 

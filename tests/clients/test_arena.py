@@ -1,6 +1,7 @@
 """``tessera arena``: bots play each other through a real server (the session's one with
 bot tokens, and a throwaway local one), colours alternate, the games are stored and listed
-by the server, and the table reports win rates, Wilson intervals and Elo differences."""
+by the server, and the table reports win rates, Wilson intervals and Elo differences; with
+``--sprt``, pairs of games until the test's verdict."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import protocol as p
 from clients.arena import (
     Arena,
     ArenaGame,
+    SprtRun,
     account_name,
     parse_entrant,
     parse_tokens,
@@ -25,6 +27,7 @@ from clients.arena import (
 )
 from clients.sdk.runner import GameResult
 from clients.sdk.specs import parse_game_spec
+from clients.sprt import SprtParams
 from tests.clients.sdk_fixtures import ServerProcess, client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,11 +104,45 @@ def test_an_engine_with_a_short_think_time_plays() -> None:
     assert "ended by: normal 2" in done.stdout, done.stdout  # no resignation
 
 
+def test_sprt_mcts_against_random_accepts_h1_in_a_few_pairs(server_proc: ServerProcess) -> None:
+    """mcts sweeps random on a 3x3 Xodd board: each pair of wins adds about 0.6 to the LLR
+    for H1 = +400 Elo, so the test ends after 5 pairs, or a few more after a lost game. (On the
+    session's server, as guests: no server to start.)"""
+    done = arena("mcts", "random", "--server", server_proc.url, "--game", "xodd size=3",
+                 "--time", "0.05", "--quiet", "--sprt", "elo0=0,elo1=400", "--games", "30")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "SPRT elo0=0,elo1=400,alpha=0.05,beta=0.05 in pairs of games, at most 30 games" in out
+    pair_lines = re.findall(r"^pair (\d+) \(xodd size=3\): mcts (\d)-(\d) random; "
+                            r"ptnml\(0-2\) ([\d, ]+); LLR (-?\d+\.\d\d) \(-2\.94, 2\.94\)$",
+                            out, re.M)
+    assert 5 <= len(pair_lines) <= 12, out
+    assert [int(n) for n, *_ in pair_lines] == list(range(1, len(pair_lines) + 1))
+    llrs = [float(line[-1]) for line in pair_lines]
+    assert all(-2.94 < x < 2.94 for x in llrs[:-1]) and llrs[-1] >= 2.94
+    last_counts = [int(c) for c in pair_lines[-1][3].split(", ")]
+    assert sum(last_counts) == len(pair_lines) and last_counts[4] >= 5
+    verdict = re.search(r"^SPRT elo0=0,elo1=400,alpha=0.05,beta=0.05: H1 accepted \(LLR "
+                        r"(\d+\.\d\d) >= 2\.94\): mcts is more than 0 Elo stronger than random$"
+                        r"\n(\d+) games in (\d+) pairs: mcts W/D/L (\d+)/0/(\d+); ptnml\(0-2\) "
+                        r"([\d, ]+)\nElo mcts-random: \S+ \(", out, re.M)
+    assert verdict, out
+    games, pairs, wins, losses = (int(verdict[i]) for i in range(2, 6))
+    assert (games, pairs, verdict[6]) == (2 * len(pair_lines), len(pair_lines), pair_lines[-1][3])
+    assert wins + losses == games and float(verdict[1]) == llrs[-1]
+    cells = rows(out)["xodd size=3"]  # every pair: mcts first once, second once
+    assert cells[3] == str(games) and cells[6].endswith(f"/{pairs}") and cells[7].endswith(
+        f"/{pairs}")
+
+
 def test_arena_refuses_bad_arguments() -> None:
     bads = (["random"], ["random", "nosuchbot"], ["random", "greedy", "--game", "chess"],
             ["random", "greedy", "--token", "random=x"],
             ["random", "greedy", "--server", "ws://x/ws", "--token", "mcts=x"],
-            ["random", "greedy", "--clock", "10ms/move"])
+            ["random", "greedy", "--clock", "10ms/move"],
+            ["random", "greedy", "--sprt", "elo0=0"],
+            ["random", "greedy", "--sprt", "elo0=0,elo1=20", "--games", "1"],
+            ["random", "greedy", "mcts", "--sprt", "elo0=0,elo1=20"])
     with ThreadPoolExecutor(len(bads)) as pool:  # the processes at once, not in turn
         for bad, done in zip(bads, pool.map(lambda bad: arena(*bad), bads), strict=True):
             assert done.returncode == 2, (bad, done.stderr)
@@ -150,3 +187,47 @@ def test_the_table_counts_colours_and_gives_wilson_and_elo() -> None:
     assert cells[8] == "90.0%" and cells[9] == "[59.6%, 98.2%]"
     assert cells[10] == "+382 (+67..+696)"
     assert "ended by: normal 10" in text and "12.0 on average" in text
+
+
+def test_the_sprt_counts_pairs_skips_aborted_ones_and_reports_a_verdict() -> None:
+    hadron = parse_game_spec("hadron")
+    clock = p.PerMove(per_move_ms=2000)
+
+    def game(k: int, a_wins: bool | None) -> ArenaGame:
+        seat = k % 2
+        winner = None if a_wins is None else seat if a_wins else 1 - seat
+        result = GameResult(game_id=f"g{k}", game="hadron", options=hadron.options,
+                            clock=clock, players=("x", "y"), seat=seat, winner=winner,
+                            reason="normal" if winner is not None else "aborted", moves=())
+        return ArenaGame((0, 1), hadron, seat, result)
+
+    labels = ["mcts", "random"]
+    sprt = SprtRun(SprtParams(0, 200, alpha=0.1, beta=0.1))
+    outcomes = [(True, True), (True, False), (None, True), (False, False)]
+    lines = []
+    for number, (first, second) in enumerate(outcomes, 1):
+        pair = game(2 * number - 2, first), game(2 * number - 1, second)
+        counted = sprt.add_pair(*pair)
+        assert counted == (None not in (first, second))
+        lines.append(sprt.pair_line(number, hadron, *pair, counted, labels))
+    assert lines[0] == ("pair 1 (hadron size=5): mcts 2-0 random; ptnml(0-2) 0, 0, 0, 0, 1; "
+                        "LLR 0.42 (-2.20, 2.20)")
+    assert lines[1].startswith("pair 2 (hadron size=5): mcts 1-1 random; ptnml(0-2) 0, 0, 1, 0, 1;")
+    assert lines[2] == "pair 3 (hadron size=5): a game was aborted, the pair is not counted"
+    assert "ptnml(0-2) 1, 0, 1, 0, 1;" in lines[3]
+    assert sprt.verdict is None
+    report = sprt.report(labels, "the cap of 8 games (--games) reached").splitlines()
+    assert report[0].startswith("SPRT elo0=0,elo1=200,alpha=0.1,beta=0.1: inconclusive, the cap "
+                                "of 8 games (--games) reached (LLR ")
+    assert report[0].endswith(" within (-2.20, 2.20))")
+    assert report[1] == "6 games in 3 pairs: mcts W/D/L 3/0/3; ptnml(0-2) 1, 0, 1, 0, 1"
+    # pair scores 1, 1/2, 0: the mean 1/2 +- 1.96 sqrt(1/6 / 3) is [0.038, 0.962]
+    assert report[2] == "Elo mcts-random: +0 (95% CI -561..+561)"
+    for k in range(4):  # losses, pair after pair, until the test gives up on +200
+        sprt.add_pair(game(8 + 2 * k, False), game(9 + 2 * k, False))
+        if sprt.verdict:
+            break
+    assert sprt.verdict == "H0"
+    assert sprt.report(labels, "").splitlines()[0].startswith(
+        "SPRT elo0=0,elo1=200,alpha=0.1,beta=0.1: H0 accepted (LLR -")
+    assert "mcts is not 200 Elo stronger than random" in sprt.report(labels, "")
