@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
-from server.storage import current_revision, downgrade, head_revision, upgrade
-from server.storage.migrate import migrations_dir
+from server.storage import current_revision, downgrade, head_revision, sqlite_url, upgrade
+from server.storage.migrate import files_head, migrations_dir
 from server.storage.models import Base
 
 from .conftest import Database
@@ -96,3 +98,33 @@ def test_migrations_are_found_without_the_working_directory(
                     "versions/0004_ratings.py", "versions/0005_index_chat_user_id.py",
                     "versions/0006_challenge_policy.py"):
         assert (directory / shipped).is_file(), shipped
+
+
+def test_the_migration_files_name_the_head_alembic_finds() -> None:
+    """The start's one-query check reads the head from the files' text: it must be
+    Alembic's."""
+    assert files_head() == head_revision()
+
+
+async def test_a_database_one_revision_behind_is_migrated(db: Database) -> None:
+    """The at-head check does not skip a database an older revision left."""
+    engine = db.engine()
+    await db.upgrade()
+    previous = f"{int(head_revision()) - 1:04d}"
+    await downgrade(engine, previous)
+    assert await current_revision(engine) == previous
+    await upgrade(engine)
+    assert await current_revision(engine) == head_revision()
+
+
+def test_starting_on_a_migrated_database_does_not_import_alembic(tmp_path: Path) -> None:
+    """A migrated database is recognised by one query: every start and every command is
+    spared Alembic's import and its reading of the scripts."""
+    url = sqlite_url(tmp_path / "up.db")
+    probe = ("import asyncio, sys\n"
+             "from server.storage import upgrade\n"
+             f"asyncio.run(upgrade({url!r}))\n"
+             "print('alembic' in sys.modules)\n")
+    runs = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           check=True).stdout.strip() for _ in range(2)]
+    assert runs == ["True", "False"]  # migrated by Alembic, then recognised at once
