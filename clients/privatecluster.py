@@ -27,6 +27,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Collection
 from pathlib import Path
 
 from .localserver import LocalServer, free_port
@@ -38,10 +39,15 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 
 def proc_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process so far (0 if it is gone)."""
+    return _running_cpu_s(pid) or 0.0
+
+
+def _running_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far; None if it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
+        return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -73,11 +79,23 @@ class PrivateSchema:
         if self.role:
             await _tessera("db", "sandbox", "drop", self.role, "--db", self.admin_url)
 
-    async def backend_cpu_by_pid(self) -> dict[int, float]:
-        """CPU seconds so far of each PostgreSQL backend serving the role."""
-        pids = json.loads(await _tessera("db", "sandbox", "backends", self.role,
-                                         "--db", self.admin_url))
-        return {pid: proc_cpu_s(pid) for pid in pids}
+    async def backend_pids(self) -> list[int]:
+        """The process ids of the PostgreSQL backends serving the role now (``tessera db
+        sandbox backends``: a process started, a second or so on a busy machine)."""
+        pids: list[int] = json.loads(await _tessera("db", "sandbox", "backends", self.role,
+                                                    "--db", self.admin_url))
+        return pids
+
+    async def backend_cpu_by_pid(self, listed: Collection[int] = ()) -> dict[int, float]:
+        """CPU seconds so far of each PostgreSQL backend serving the role: first, at once,
+        those ``listed`` earlier by ``backend_pids`` that still run (so that a reading at a
+        measured window's edge is taken at the edge, not a listing later), then those
+        serving it now that were not listed."""
+        found = {pid: cpu for pid in listed if (cpu := _running_cpu_s(pid)) is not None}
+        for pid in await self.backend_pids():
+            if pid not in found and (cpu := _running_cpu_s(pid)) is not None:
+                found[pid] = cpu
+        return found
 
 
 def backends_cpu_s(before: dict[int, float], after: dict[int, float]) -> float:
@@ -137,7 +155,8 @@ class PrivateCluster:
         return sum(proc_cpu_s(node.pid) for node in self.nodes if node.pid is not None)
 
     async def redis_cpu_s(self) -> float:
-        """The Redis server's CPU seconds so far (all its clients' work on a shared one)."""
+        """The Redis server's CPU seconds so far (all its clients' work on a shared one,
+        read by ``tessera cluster redis-cpu``, a process started: a second or so late)."""
         if self._redis_proc is not None:
             return proc_cpu_s(self._redis_proc.pid)
         used = json.loads(await _tessera("cluster", "redis-cpu", "--cluster", self.redis_url))
@@ -147,9 +166,10 @@ class PrivateCluster:
     def private_redis(self) -> bool:
         return self._redis_proc is not None
 
-    async def postgres_cpu_by_pid(self) -> dict[int, float]:
-        """CPU seconds so far of each PostgreSQL backend serving this cluster."""
-        return await self.schema.backend_cpu_by_pid()
+    async def postgres_cpu_by_pid(self, listed: Collection[int] = ()) -> dict[int, float]:
+        """CPU seconds so far of each PostgreSQL backend serving this cluster (``listed``:
+        as :meth:`PrivateSchema.backend_cpu_by_pid` takes it)."""
+        return await self.schema.backend_cpu_by_pid(listed)
 
     # -- setup ---------------------------------------------------------------------------
     def _start_redis(self) -> None:

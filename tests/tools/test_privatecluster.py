@@ -5,6 +5,7 @@ server's commands it reads, and at its end nothing of it is left in Redis or Pos
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from pathlib import Path
 
 import redis.asyncio as aioredis
@@ -42,8 +43,13 @@ async def test_a_cluster_on_a_shared_redis_is_read_and_then_forgotten(tmp_path: 
         keys, role = Keys(cluster.name), cluster.schema.role
         assert not cluster.private_redis and await roles_named(admin_url, role) == 1
         await asyncio.to_thread(cluster.nodes[0].start)
-        backends = await cluster.postgres_cpu_by_pid()
-        assert backends and all(cpu >= 0 for cpu in backends.values())  # the node's pool
+        listed = await cluster.schema.backend_pids()
+        assert listed  # the node's pool
+        ended = subprocess.Popen(["true"])  # a process listed once, gone by the reading
+        ended.wait()
+        backends = await cluster.postgres_cpu_by_pid([*listed, ended.pid])
+        assert set(listed) <= set(backends) and ended.pid not in backends  # not read as 0 s
+        assert all(cpu >= 0 for cpu in backends.values())
         assert await cluster.redis_cpu_s() > 0
         assert await cluster.lease_owners(["nosuchgame"]) == {"nosuchgame": None}
         cluster.nodes[0].kill()  # as chaos does: its entry in the registry stays behind
