@@ -493,8 +493,11 @@ def _shares(total: int, parts: int) -> list[int]:
 def _run_loadgens(mode: str, url: str, workdir: Path, shares: list[int], seconds: float,
                   on_start: Callable[[], None] = lambda: None,
                   on_stop: Callable[[], None] = lambda: None,
+                  on_ready: Callable[[], None] = lambda: None,
                   **kw: Any) -> list[dict[str, Any]]:
-    """Start one load generator per share, start them together, return their results."""
+    """Start one load generator per share, start them together, return their results;
+    ``on_ready`` runs once all have connected, before the window opens (what is too slow
+    to do at its edges), ``on_start`` and ``on_stop`` at its edges."""
     go = workdir / f"{mode}.go"
     go.unlink(missing_ok=True)
     gens = []
@@ -514,6 +517,7 @@ def _run_loadgens(mode: str, url: str, workdir: Path, shares: list[int], seconds
                 gen.kill()
             raise RuntimeError(f"a {mode} load generator failed to connect")
         time.sleep(0.05)
+    on_ready()
     start = time.time() + 0.3
     go.write_text(f"{start!r}\n")
     time.sleep(max(0.0, start - time.time()))
@@ -564,12 +568,17 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
     server, db_url = _serve(workdir, "server" if schema is None else "server-pg", loop,
                             stages, None if schema is None else schema.db_url)
     cpu: list[float] = []
+    listed: list[int] = []  # the backends serving the schema once the clients connected
     backends: list[dict[int, float]] = []
+
+    def ready() -> None:
+        if schema is not None:
+            listed.extend(asyncio.run(schema.backend_pids()))
 
     def window(edge: signal.Signals) -> None:
         cpu.append(server.cpu_s())
         if schema is not None:
-            backends.append(asyncio.run(schema.backend_cpu_by_pid()))
+            backends.append(asyncio.run(schema.backend_cpu_by_pid(listed)))
         if stages is not None:
             server.popen.send_signal(edge)
 
@@ -579,6 +588,7 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
         parts = _run_loadgens(
             "games", url, workdir, shares, seconds,
             on_start=lambda: window(signal.SIGUSR1), on_stop=lambda: window(signal.SIGUSR2),
+            on_ready=ready,
             seed=seed, think_ms=think_ms, rated=rated)
         rss = server.rss_mb()
         if stages is not None:
@@ -637,9 +647,14 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
         for node in cluster.nodes:
             await asyncio.to_thread(node.start)
         readings: list[tuple[float, float, dict[int, float], float]] = []
+        listed: list[int] = []  # the backends serving the cluster once the clients connected
+
+        def ready() -> None:
+            listed.extend(asyncio.run_coroutine_threadsafe(
+                cluster.schema.backend_pids(), loop).result(60))
 
         def reading() -> None:
-            pg = asyncio.run_coroutine_threadsafe(cluster.postgres_cpu_by_pid(), loop)
+            pg = asyncio.run_coroutine_threadsafe(cluster.postgres_cpu_by_pid(listed), loop)
             redis = asyncio.run_coroutine_threadsafe(cluster.redis_cpu_s(), loop)
             crossed = sum(_counter(node.port, "tessera_cluster_forwarded_moves_total")
                           for node in cluster.nodes)
@@ -647,8 +662,8 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
 
         parts = await asyncio.to_thread(
             _run_loadgens, "games", ",".join(cluster.urls), workdir, _shares(games, procs),
-            seconds, on_start=reading, on_stop=reading, seed=seed, think_ms=think_ms,
-            rated=rated)
+            seconds, on_start=reading, on_stop=reading, on_ready=ready, seed=seed,
+            think_ms=think_ms, rated=rated)
         stored = set(await asyncio.to_thread(stored_moves, cluster.db_url))
     (node0, redis0, pg0, crossed0), (node1, redis1, pg1, crossed1) = readings
     node_cpu, redis_cpu = node1 - node0, redis1 - redis0

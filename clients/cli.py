@@ -40,10 +40,11 @@ USAGE = """usage: tessera COMMAND [ARGS]    (tessera COMMAND --help for one comm
 
 server:
   serve        run the game server
-  db upgrade   apply database migrations
+  db upgrade   apply database migrations (db counts, db check, db sandbox: see db --help)
   admin        create users and bot accounts, manage tokens
   dump         print stored match records as JSON lines
   cluster status  the nodes of a cluster, their games and last heartbeats
+                  (cluster owners, forget, redis-cpu: see cluster --help)
   ratings verify  recompute every rating pool from the stored games
 """
 SIGPIPE_STATUS = 128 + 13  # as a program killed by SIGPIPE ends, in a shell's terms

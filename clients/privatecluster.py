@@ -7,6 +7,10 @@ name of its own in Redis (its keys deleted at the end) or a private ``redis-serv
 free port, and N node processes (``python -m server serve --cluster ...``, each a
 :class:`~clients.localserver.LocalServer`: started, killed, started again on its port).
 
+It opens neither PostgreSQL nor Redis itself: the server's own commands do that, run as
+processes (``tessera db sandbox create|drop|backends``, ``tessera cluster
+owners|forget|redis-cpu``), as an operator would run them.
+
 The CPU of every server-side process is readable for ``bench``: the nodes', the private
 Redis's (or, on a shared Redis, its ``INFO cpu``, which counts everyone's work) and that of
 the PostgreSQL backends serving the cluster's role (``/proc/PID/stat``; the server's
@@ -15,20 +19,19 @@ shared background processes, such as its WAL writer, are not counted).
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import shutil
 import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Collection
 from pathlib import Path
 
-import redis.asyncio as aioredis
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import create_async_engine
-
 from .localserver import LocalServer, free_port
+from .stored import server_output
 
 DEFAULT_DB = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
@@ -36,16 +39,27 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 
 def proc_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process so far (0 if it is gone)."""
+    return _running_cpu_s(pid) or 0.0
+
+
+def _running_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far; None if it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
+        return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _tessera(*args: str) -> str:
+    """What ``tessera ARGS`` prints, run in a thread (RuntimeError if it fails)."""
+    return await asyncio.to_thread(server_output, *args)
 
 
 class PrivateSchema:
     """A PostgreSQL schema and a login role of the same name, of a tool's own: made by
-    ``async with``, dropped (its connections ended) on exit; ``db_url`` logs in as the role.
+    ``async with`` (``tessera db sandbox create``), dropped with its connections ended on
+    exit; ``db_url`` logs in as the role.
 
     ``backend_cpu_by_pid`` reads the CPU of the backends serving the role (the server's
     shared background processes, such as its WAL writer, are not counted).
@@ -53,48 +67,35 @@ class PrivateSchema:
 
     def __init__(self, admin_url: str = DEFAULT_DB) -> None:
         self.admin_url = admin_url
-        self.role = f"tessera_tool_{uuid.uuid4().hex[:12]}"
+        self.role = ""
         self.db_url = ""
 
     async def __aenter__(self) -> PrivateSchema:
-        admin = make_url(self.admin_url)
-        password = f" PASSWORD '{admin.password}'" if admin.password else ""
-        engine = create_async_engine(self.admin_url)
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(text(f'CREATE ROLE "{self.role}" LOGIN{password}'))
-                await conn.execute(text(
-                    f'CREATE SCHEMA "{self.role}" AUTHORIZATION "{self.role}"'))
-                await conn.execute(text(
-                    f'ALTER ROLE "{self.role}" SET search_path = "{self.role}"'))
-        finally:
-            await engine.dispose()
-        self.db_url = admin.set(username=self.role).render_as_string(hide_password=False)
+        made = json.loads(await _tessera("db", "sandbox", "create", "--db", self.admin_url))
+        self.role, self.db_url = made["role"], made["url"]
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        engine = create_async_engine(self.admin_url)
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(text("SELECT pg_terminate_backend(pid) FROM "
-                                        "pg_stat_activity WHERE usename = :role"),
-                                   {"role": self.role})
-                await conn.execute(text(f'DROP SCHEMA IF EXISTS "{self.role}" CASCADE'))
-                await conn.execute(text(f'DROP ROLE IF EXISTS "{self.role}"'))
-        finally:
-            await engine.dispose()
+        if self.role:
+            await _tessera("db", "sandbox", "drop", self.role, "--db", self.admin_url)
 
-    async def backend_cpu_by_pid(self) -> dict[int, float]:
-        """CPU seconds so far of each PostgreSQL backend serving the role."""
-        engine = create_async_engine(self.admin_url)
-        try:
-            async with engine.connect() as conn:
-                pids = (await conn.execute(text(
-                    "SELECT pid FROM pg_stat_activity WHERE usename = :role"),
-                    {"role": self.role})).scalars().all()
-        finally:
-            await engine.dispose()
-        return {pid: proc_cpu_s(pid) for pid in pids}
+    async def backend_pids(self) -> list[int]:
+        """The process ids of the PostgreSQL backends serving the role now (``tessera db
+        sandbox backends``: a process started, a second or so on a busy machine)."""
+        pids: list[int] = json.loads(await _tessera("db", "sandbox", "backends", self.role,
+                                                    "--db", self.admin_url))
+        return pids
+
+    async def backend_cpu_by_pid(self, listed: Collection[int] = ()) -> dict[int, float]:
+        """CPU seconds so far of each PostgreSQL backend serving the role: first, at once,
+        those ``listed`` earlier by ``backend_pids`` that still run (so that a reading at a
+        measured window's edge is taken at the edge, not a listing later), then those
+        serving it now that were not listed."""
+        found = {pid: cpu for pid in listed if (cpu := _running_cpu_s(pid)) is not None}
+        for pid in await self.backend_pids():
+            if pid not in found and (cpu := _running_cpu_s(pid)) is not None:
+                found[pid] = cpu
+        return found
 
 
 def backends_cpu_s(before: dict[int, float], after: dict[int, float]) -> float:
@@ -128,10 +129,6 @@ class PrivateCluster:
     def urls(self) -> list[str]:
         return [node.url for node in self.nodes]
 
-    @property
-    def keys_prefix(self) -> str:
-        return f"tessera:{self.name}:"
-
     async def __aenter__(self) -> PrivateCluster:
         await self.schema.__aenter__()
         if self._given_redis is None:
@@ -158,23 +155,21 @@ class PrivateCluster:
         return sum(proc_cpu_s(node.pid) for node in self.nodes if node.pid is not None)
 
     async def redis_cpu_s(self) -> float:
-        """The Redis server's CPU seconds so far (all its clients' work on a shared one)."""
+        """The Redis server's CPU seconds so far (all its clients' work on a shared one,
+        read by ``tessera cluster redis-cpu``, a process started: a second or so late)."""
         if self._redis_proc is not None:
             return proc_cpu_s(self._redis_proc.pid)
-        client = aioredis.Redis.from_url(self.redis_url)
-        try:
-            info = await client.info("cpu")
-        finally:
-            await client.aclose()
-        return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+        used = json.loads(await _tessera("cluster", "redis-cpu", "--cluster", self.redis_url))
+        return float(used["used_cpu_sys"]) + float(used["used_cpu_user"])
 
     @property
     def private_redis(self) -> bool:
         return self._redis_proc is not None
 
-    async def postgres_cpu_by_pid(self) -> dict[int, float]:
-        """CPU seconds so far of each PostgreSQL backend serving this cluster."""
-        return await self.schema.backend_cpu_by_pid()
+    async def postgres_cpu_by_pid(self, listed: Collection[int] = ()) -> dict[int, float]:
+        """CPU seconds so far of each PostgreSQL backend serving this cluster (``listed``:
+        as :meth:`PrivateSchema.backend_cpu_by_pid` takes it)."""
+        return await self.schema.backend_cpu_by_pid(listed)
 
     # -- setup ---------------------------------------------------------------------------
     def _start_redis(self) -> None:
@@ -198,25 +193,14 @@ class PrivateCluster:
         raise RuntimeError("the private redis-server did not start")
 
     async def _delete_keys(self) -> None:
-        client = aioredis.Redis.from_url(self.redis_url)
-        try:
-            found = [key async for key in client.scan_iter(match=self.keys_prefix + "*",
-                                                           count=500)]
-            if found:
-                await client.delete(*found)
-        finally:
-            await client.aclose()
+        await _tessera("cluster", "forget", "--cluster", self.redis_url,
+                       "--cluster-name", self.name)
 
     async def lease_owners(self, game_ids: list[str]) -> dict[str, str | None]:
         """The node id owning each game now (None: no lease)."""
-        client = aioredis.Redis.from_url(self.redis_url)
-        try:
-            values = await client.mget([f"{self.keys_prefix}lease:{g}" for g in game_ids])
-        finally:
-            await client.aclose()
-        return {g: None if v is None else _text(v).partition("/")[0]
-                for g, v in zip(game_ids, values, strict=True)}
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+        if not game_ids:
+            return {}
+        owners: dict[str, str | None] = json.loads(await _tessera(
+            "cluster", "owners", *game_ids, "--cluster", self.redis_url,
+            "--cluster-name", self.name))
+        return owners

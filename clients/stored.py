@@ -1,10 +1,12 @@
 """What a server stored, read as an operator reads it: through the server's own commands
 (``tessera dump``, ``tessera db counts``, ``tessera db check``, run as processes on the
 database URL the server was given), never by opening its database. The load and fault
-tools (bench, chaos, siege) check their acknowledgements against these."""
+tools (bench, chaos, siege) check their acknowledgements against these, and run the other
+server commands they need with ``server_output``."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -20,6 +22,16 @@ def _server(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=TIMEOUT_S)
 
 
+def server_output(*args: str) -> str:
+    """What ``tessera ARGS`` (``python -m server ARGS``) prints; RuntimeError with the end of
+    its stderr if it fails."""
+    done = _server(*args)
+    if done.returncode != 0:
+        command = " ".join(itertools.takewhile(lambda arg: not arg.startswith("-"), args))
+        raise RuntimeError(f"tessera {command} failed: {done.stderr[-2000:]}")
+    return done.stdout
+
+
 def sqlite_file_url(path: Path) -> str:
     """The database URL of a server's SQLite file (as ``tessera serve --db`` takes it)."""
     return f"sqlite+aiosqlite:///{path}"
@@ -27,10 +39,8 @@ def sqlite_file_url(path: Path) -> str:
 
 def records(db_url: str) -> Iterator[dict[str, Any]]:
     """Every stored game's record, as ``tessera dump --all`` prints it (docs/PROTOCOL.md)."""
-    dump = _server("dump", "--all", "--db", db_url)
-    if dump.returncode != 0:
-        raise RuntimeError(f"tessera dump failed: {dump.stderr[-2000:]}")
-    return (json.loads(line) for line in dump.stdout.splitlines() if line.strip())
+    dump = server_output("dump", "--all", "--db", db_url)
+    return (json.loads(line) for line in dump.splitlines() if line.strip())
 
 
 def stored_moves(db_url: str) -> dict[tuple[str, int], str]:
@@ -41,10 +51,7 @@ def stored_moves(db_url: str) -> dict[tuple[str, int], str]:
 
 def row_counts(db_url: str) -> dict[str, int]:
     """Rows per table (``tessera db counts``)."""
-    counts = _server("db", "counts", "--db", db_url)
-    if counts.returncode != 0:
-        raise RuntimeError(f"tessera db counts failed: {counts.stderr[-2000:]}")
-    found: dict[str, int] = json.loads(counts.stdout)
+    found: dict[str, int] = json.loads(server_output("db", "counts", "--db", db_url))
     return found
 
 

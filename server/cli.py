@@ -1,5 +1,5 @@
-"""Operator commands: ``serve``, ``db upgrade``, ``admin`` and ``cluster status`` (run as
-``tessera ...``)."""
+"""Operator commands: ``serve``, ``db``, ``dump``, ``admin``, ``ratings`` and ``cluster``
+(run as ``tessera ...``)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,24 @@ def add_settings(serve: argparse.ArgumentParser) -> None:
         add_setting(serve if flag.group == "serve" else groups[flag.group], f.name)
 
 
+def add_sandbox_commands(sandbox: argparse.ArgumentParser) -> None:
+    """``tessera db sandbox create|drop|backends`` (``server/storage/sandbox.py``)."""
+    admin = ("the PostgreSQL server, as a user allowed to make roles, e.g. "
+             "postgresql+asyncpg://postgres@127.0.0.1/test")
+    commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
+    create = commands.add_parser("create", help="make a login role and a schema of the same "
+                                 "name (the role's search_path); print one JSON line: the "
+                                 "role and the URL that logs in as it")
+    add_setting(create, "db_url", help=admin)
+    drop = commands.add_parser("drop", help="end the role's connections, drop its schema "
+                               "with everything in it, and the role")
+    backends = commands.add_parser("backends", help="the process ids of the PostgreSQL "
+                                   "backends serving the role now, as a JSON list")
+    for command in (drop, backends):
+        command.add_argument("role")
+        add_setting(command, "db_url", help=admin)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Tessera server commands")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -104,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "game's plies and event numbers; on SQLite, the file too): "
                               "exit 0, or 1 with a line per problem")
     add_setting(check, "db_url")
+    add_sandbox_commands(db_sub.add_parser(
+        "sandbox", help="a PostgreSQL schema and login role of a tool's own (bench, chaos)"))
 
     dump = sub.add_parser("dump", help="print stored match records as JSON lines")
     dump.add_argument("game_ids", nargs="*", help="games to print (default with --all: every one)")
@@ -154,10 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     cluster = sub.add_parser("cluster", help="a cluster of nodes on Redis and PostgreSQL")
     cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True)
-    from .cluster import status
+    from .cluster import commands
 
-    status.add_arguments(cluster_sub.add_parser(
-        "status", help="list the nodes, their games and their last heartbeat"))
+    commands.add_commands(cluster_sub)
     return parser
 
 
@@ -198,9 +217,9 @@ async def serve_node(settings: Settings, cluster: ClusterSettings,
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "cluster":
-        from .cluster import status
+        from .cluster import commands
 
-        return status.run(args)
+        return commands.run(args)
     from .storage import normalize_url
 
     try:  # a bare path means a SQLite file; the async driver is pinned for every URL
@@ -245,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         return 0
     if args.command == "db":
+        if args.db_command == "sandbox":
+            return asyncio.run(_sandbox(args, db_url))
         if args.db_command != "upgrade":
             return asyncio.run(_inspect(args.db_command, db_url))
         from .storage import redact_url, upgrade
@@ -279,6 +300,34 @@ async def _inspect(command: str, db_url: str) -> int:
     print(f"db check: {len(found)} problems ({redact_url(db_url)})",
           file=sys.stderr if found else sys.stdout)
     return 1 if found else 0
+
+
+async def _sandbox(args: argparse.Namespace, admin_url: str) -> int:
+    """``tessera db sandbox ...``: 2 for a URL or role that cannot be one, 1 if PostgreSQL
+    refused or could not be reached."""
+    import json
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from .storage import redact_url
+    from .storage.sandbox import create_sandbox, drop_sandbox, sandbox_backends
+
+    try:
+        if args.sandbox_command == "create":
+            made = await create_sandbox(admin_url)
+            print(json.dumps({"role": made.role, "url": made.url}))
+        elif args.sandbox_command == "drop":
+            await drop_sandbox(admin_url, args.role)
+        else:
+            print(json.dumps(await sandbox_backends(admin_url, args.role)))
+    except ValueError as exc:
+        print(f"tessera: {exc}", file=sys.stderr)
+        return 2
+    except (SQLAlchemyError, OSError) as exc:
+        print(f"tessera: db sandbox {args.sandbox_command} on {redact_url(admin_url)}: "
+              f"{type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        return 1
+    return 0
 
 
 async def _dump(args: argparse.Namespace, db_url: str) -> int:

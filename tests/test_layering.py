@@ -1,7 +1,8 @@
 """The house's imports run one way (docs/ARCHITECTURE.md), type-only imports included:
 ``engine`` <- ``protocol`` <- ``server``, ``clients``; ``clients`` never imports ``server``;
-no package holds a circle of modules importing each other; and the cluster's side of the
-seam and the code written once against it do not import each other."""
+no package holds a circle of modules importing each other; the cluster's side of the
+seam and the code written once against it do not import each other; and only the server
+imports a storage library (SQLAlchemy, sqlite3, redis and their drivers)."""
 
 from __future__ import annotations
 
@@ -96,6 +97,30 @@ def test_packages_import_one_way(source: str, target: str) -> None:
     assert edges(source, target) == []
 
 
+STORES = ("sqlalchemy", "sqlite3", "redis", "asyncpg", "aiosqlite", "alembic")
+
+
+def libraries(path: Path) -> set[str]:
+    """The top-level names of the packages a module imports absolutely (at run time or for
+    types)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_the_clients_open_no_store_themselves() -> None:
+    """A tool reads and makes what the server keeps through the server's own commands
+    (``python -m server dump|db|cluster ...``) or the protocol, never by opening its
+    database or its Redis."""
+    assert sorted(f"{name} imports {library}" for name, path in MODULES.items()
+                  if name.split(".")[0] in ("engine", "protocol", "clients")
+                  for library in sorted(libraries(path) & set(STORES))) == []
+
+
 def test_no_circle_of_modules_in_the_server() -> None:
     assert [c for c in circles() if c[0].startswith("server")] == []
 
@@ -115,6 +140,8 @@ def test_the_graph_is_read() -> None:
     assert "server.seam" in GRAPH["server.games"]  # under TYPE_CHECKING
     assert "server.storage" in GRAPH["server.games"]  # relative, from a package
     assert "protocol" in GRAPH["server.session"]  # absolute
+    assert "redis" in libraries(MODULES["server.cluster.commands"])  # "redis.asyncio"
+    assert "sqlalchemy" in libraries(MODULES["server.storage.sandbox"])  # "from ... import"
     by_package: dict[str, int] = defaultdict(int)
     for name in GRAPH:
         by_package[name.split(".")[0]] += 1

@@ -15,7 +15,7 @@ The modules, each small and usable on its own:
     leases      one owner per live game: acquire, renew in batches, release, loss
     fencing     writes under an owner's epoch, refused by the database once stale
     nodes       the registry: heartbeats, dead nodes claimed once; ``cluster_status``
-    status      ``tessera cluster status``
+    commands    ``tessera cluster status|owners|forget|redis-cpu``; ``status`` its table
     lobbystore  seeks (paired and taken once) and challenges (answered once)
     presence    who is online, per node
     feeds       lobby events and token revocations heard by every node

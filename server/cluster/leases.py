@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -75,6 +75,14 @@ def owner_value(node_id: str, incarnation: str) -> str:
 def owner_node(value: str) -> str:
     """The node id in a lease's value (where to route a game's requests)."""
     return value.partition("/")[0]
+
+
+async def lease_owners(redis: aioredis.Redis, keys: Keys, game_ids: Sequence[str]
+                       ) -> dict[str, str | None]:
+    """The node id holding each game's lease now (None: nobody holds it)."""
+    values = await redis.mget([keys.lease(game_id) for game_id in game_ids]) if game_ids else []
+    return {game_id: None if value is None else owner_node(as_str(value))
+            for game_id, value in zip(game_ids, values, strict=True)}
 
 
 @dataclass(slots=True)

@@ -1,57 +1,12 @@
-"""``tessera cluster status --cluster URL``: the nodes, their games and last heartbeats."""
+"""The table ``tessera cluster status`` prints: the nodes, their games and last heartbeats
+(``commands.py`` runs the command)."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import sys
 import textwrap
-from dataclasses import asdict
 from datetime import UTC, datetime
 
-import redis.asyncio as aioredis
-from redis.exceptions import RedisError
-
-from .keys import DEFAULT_CLUSTER_NAME, Keys
-from .nodes import NodeInfo, cluster_status
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The command's flags (``server/cli.py`` builds the parser)."""
-    parser.add_argument("--cluster", required=True, metavar="URL",
-                        help="the cluster's Redis, e.g. redis://127.0.0.1:6379/0")
-    parser.add_argument("--cluster-name", default=DEFAULT_CLUSTER_NAME,
-                        help=f"the cluster's name in Redis (default {DEFAULT_CLUSTER_NAME})")
-    parser.add_argument("--json", action="store_true", help="one JSON object per node")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Print the cluster's status; 1 if Redis cannot be reached."""
-    try:
-        keys = Keys(args.cluster_name)
-    except ValueError as exc:
-        print(f"tessera: {exc}", file=sys.stderr)
-        return 2
-    try:
-        nodes = asyncio.run(_read(args.cluster, keys))
-    except (RedisError, OSError, ValueError) as exc:
-        print(f"tessera: cannot read the cluster at {args.cluster}: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        for node in nodes:
-            print(json.dumps(asdict(node), separators=(",", ":")))
-    else:
-        print(format_status(keys.cluster, nodes))
-    return 0
-
-
-async def _read(url: str, keys: Keys) -> list[NodeInfo]:
-    client = aioredis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
-    try:
-        return await cluster_status(client, keys)
-    finally:
-        await client.aclose()
+from .nodes import NodeInfo
 
 
 def format_status(cluster: str, nodes: list[NodeInfo]) -> str:

@@ -14,6 +14,7 @@ The modules, each small:
              text in a thread of its own, chosen when storage opens
     records  the frozen values returned; ``errors`` the exceptions (root ``StorageError``)
     runtime  ``open_storage``: all of the above wired together for ``main()``
+    sandbox  a PostgreSQL login role and schema of a tool's or a test's own
 
 This package knows nothing of the protocol or the rules: moves are stored as the engine's
 canonical text, options and clock settings as JSON, and the move list is the truth from

@@ -20,21 +20,22 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from sqlalchemy.engine import make_url
 
 from server.app import Running, running_server
+from server.cluster import commands as cluster_commands
 from server.cluster.config import ClusterSettings
 from server.cluster.keys import Keys
 from server.cluster.node import cluster_node
 from server.config import Settings
 from server.storage import make_engine, redact_url, sqlite_url
+from server.storage.sandbox import create_sandbox, drop_sandbox
 
 from .support import Clients, ServerProcess
 
@@ -85,52 +86,47 @@ async def redis_reason_unavailable(url: str) -> str | None:
     return _redis_unavailable[url] or None
 
 
-async def redis_url_or_skip() -> str:
-    """The shared test Redis, or a skip saying why there is none."""
-    url = os.environ.get(REDIS_URL_ENV)
+async def url_or_skip(env: str, what: str,
+                      unavailable: Callable[[str], Awaitable[str | None]]) -> str:
+    """The URL in the environment variable ``env``, or a skip saying why there is none
+    (``what`` names the tests skipped; ``unavailable`` says why a URL cannot be used)."""
+    url = os.environ.get(env)
     if not url:
-        pytest.skip(f"cluster tests skipped: {REDIS_URL_ENV} is not set")
-    reason = await redis_reason_unavailable(url)
+        pytest.skip(f"{what} tests skipped: {env} is not set")
+    reason = await unavailable(url)
     if reason:
         pytest.skip(reason)
     return url
 
 
+async def redis_url_or_skip() -> str:
+    """The shared test Redis, or a skip saying why there is none."""
+    return await url_or_skip(REDIS_URL_ENV, "cluster", redis_reason_unavailable)
+
+
+async def pg_url_or_skip(what: str = "PostgreSQL end-to-end") -> str:
+    """The test PostgreSQL, or a skip saying why there is none."""
+    return await url_or_skip(PG_URL_ENV, what, _pg_reason_unavailable)
+
+
 async def forget_cluster(redis_url: str, keys: Keys) -> None:
-    """Delete a test cluster's keys."""
+    """Delete a test cluster's keys (as ``tessera cluster forget`` does)."""
     client = aioredis.Redis.from_url(redis_url)
     try:
-        found = [key async for key in client.scan_iter(match=keys.prefix + "*", count=500)]
-        if found:
-            await client.delete(*found)
+        await cluster_commands.forget_cluster(client, keys)
     finally:
         await client.aclose()
 
 
 @contextlib.asynccontextmanager
 async def _pg_schema(url: str) -> AsyncIterator[str]:
-    """A schema and a role of the same name (the role's search_path); yields the role's URL."""
-    name = f"tessera_e2e_{uuid.uuid4().hex[:16]}"
-    admin_url = make_url(url)
-    password = admin_url.password
-    login = f" PASSWORD '{password}'" if password else ""
-    admin = make_engine(url)
+    """A schema and a role of the same name (the role's search_path), as ``tessera db
+    sandbox`` makes them; yields the role's URL."""
+    sandbox = await create_sandbox(url, prefix="tessera_e2e_")
     try:
-        async with admin.begin() as conn:
-            await conn.exec_driver_sql(f'CREATE ROLE "{name}" LOGIN{login}')
-            await conn.exec_driver_sql(f'CREATE SCHEMA "{name}" AUTHORIZATION "{name}"')
-            await conn.exec_driver_sql(f'ALTER ROLE "{name}" SET search_path = "{name}"')
-        try:
-            yield admin_url.set(username=name).render_as_string(hide_password=False)
-        finally:
-            async with admin.begin() as conn:
-                await conn.exec_driver_sql(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    f"WHERE usename = '{name}'")
-                await conn.exec_driver_sql(f'DROP SCHEMA "{name}" CASCADE')
-                await conn.exec_driver_sql(f'DROP ROLE "{name}"')
+        yield sandbox.url
     finally:
-        await admin.dispose()
+        await drop_sandbox(url, sandbox.role)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -141,13 +137,8 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path
     if request.param == "sqlite":
         yield TestDatabase("sqlite", sqlite_url(tmp_path / "tessera.db"))
         return
-    url = os.environ.get(PG_URL_ENV)
-    what = "cluster" if request.param == "cluster" else "PostgreSQL end-to-end"
-    if not url:
-        pytest.skip(f"{what} tests skipped: {PG_URL_ENV} is not set")
-    reason = await _pg_reason_unavailable(url)
-    if reason:
-        pytest.skip(reason)
+    url = await pg_url_or_skip("cluster" if request.param == "cluster"
+                               else "PostgreSQL end-to-end")
     redis_url = await redis_url_or_skip() if request.param == "cluster" else None
     async with _pg_schema(url) as role_url:
         yield TestDatabase(request.param, role_url, redis_url)

@@ -32,10 +32,9 @@ import redis.asyncio as aioredis
 
 from server.cluster.keys import Keys
 from tests.server.conftest import (
-    PG_URL_ENV,
-    _pg_reason_unavailable,
     _pg_schema,
     forget_cluster,
+    pg_url_or_skip,
     redis_url_or_skip,
 )
 from tests.server.storage.conftest import db  # noqa: F401  (a fixture, used by name)
@@ -186,12 +185,7 @@ class Cluster:
 async def cluster(redis_url: str, keys: Keys, tmp_path: Path) -> AsyncIterator[Cluster]:
     """A cluster of this test's own (nodes started by the test), on the shared Redis and
     a fresh PostgreSQL schema; skipped with the reason if either is missing."""
-    url = os.environ.get(PG_URL_ENV)
-    if not url:
-        pytest.skip(f"cluster tests skipped: {PG_URL_ENV} is not set")
-    reason = await _pg_reason_unavailable(url)
-    if reason:
-        pytest.skip(reason)
+    url = await pg_url_or_skip("cluster")
     async with _pg_schema(url) as role_url:
         running = Cluster(role_url, redis_url, keys.cluster, tmp_path)
         try:

@@ -9,7 +9,6 @@ tests never see each other's rows. Schemas are created by the real migrations.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -26,15 +25,12 @@ from server.storage import (
     User,
     make_engine,
     open_batch_writer,
-    redact_url,
     sqlite_url,
     upgrade,
 )
+from tests.server.conftest import pg_url_or_skip
 
-PG_URL_ENV = "TESSERA_TEST_PG_URL"
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
-
-_pg_unavailable: dict[str, str] = {}  # url -> reason, remembered for the session
 
 
 def at(seconds: float) -> datetime:
@@ -68,22 +64,6 @@ class Database:
             await engine.dispose()
 
 
-async def _pg_reason_unavailable(url: str) -> str | None:
-    if url in _pg_unavailable:
-        return _pg_unavailable[url] or None
-    engine = make_engine(url, connect_args={"timeout": 5})
-    try:
-        async with engine.connect() as conn:
-            await conn.exec_driver_sql("SELECT 1")
-        reason = ""
-    except Exception as exc:  # whatever the failure, the PostgreSQL half is skipped
-        reason = f"PostgreSQL at {redact_url(url)} unreachable: {type(exc).__name__}: {exc}"
-    finally:
-        await engine.dispose()
-    _pg_unavailable[url] = reason
-    return reason or None
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
     """An empty database of each backend."""
@@ -94,12 +74,7 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
         finally:
             await _dispose(database)
         return
-    url = os.environ.get(PG_URL_ENV)
-    if not url:
-        pytest.skip(f"PostgreSQL storage tests skipped: {PG_URL_ENV} is not set")
-    reason = await _pg_reason_unavailable(url)
-    if reason:
-        pytest.skip(reason)
+    url = await pg_url_or_skip("PostgreSQL storage")
     schema = f"tessera_test_{uuid.uuid4().hex[:16]}"
     admin = make_engine(url)
     try:
