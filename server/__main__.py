@@ -4,7 +4,6 @@ import os
 import sys
 
 from . import memory
-from .cli import main
 
 SIGPIPE_STATUS = 128 + 13  # what a shell reports for a program its reader stopped reading
 
@@ -12,7 +11,9 @@ SIGPIPE_STATUS = 128 + 13  # what a shell reports for a program its reader stopp
 def run() -> int:
     """Run the command; a reader that goes away (``tessera dump --all | head -1``) ends it
     quietly, as it ends any Unix tool, instead of with a BrokenPipeError traceback."""
-    memory.use_system_allocator(sys.argv)
+    memory.use_system_allocator(sys.argv)  # ``serve`` runs again from here: import after it
+    from .cli import main
+
     try:
         status = main()
         sys.stdout.flush()
