@@ -30,8 +30,8 @@ any is missed, and the output names it):
   spread over N nodes, an attack gets no more than against one (:mod:`.budgets`);
 - ``no_move_lost``: every move acknowledged to the canary is in the database;
 - ``memory``: the server's RSS ``settle`` seconds after the attack's connections are closed
-  on the server's side (its open files back near their number before; at most 60 s) is
-  within 25% of before; on a cluster, on every node.
+  on the server's side (the connections it holds back near their number before; at most
+  60 s) is within 25% of before; on a cluster, on every node.
 
 ``lobby-spam`` and ``connection-wave`` (issue 24) are judged over the attack's own window
 (while the attacker runs, not diluted by the quiet after it) and on what the server
@@ -310,14 +310,15 @@ def human(result: dict[str, Any]) -> str:
         lines.append(f"  node {index}: RSS MiB before/peak/after {node['rss_mb']['before']} / "
                      f"{node['rss_mb']['peak']} / {node['rss_mb']['after']}; open files "
                      f"before/peak/after {node['open_files_before']} / "
-                     f"{node['open_files_peak']} / {node['open_files_after']}; CPU "
-                     f"{node['cpu_s_during_attack']} s")
+                     f"{node['open_files_peak']} / {node['open_files_after']}; clients' "
+                     f"connections before/after {node['connections_before']} / "
+                     f"{node['connections_after']}; CPU {node['cpu_s_during_attack']} s")
     worst = " (the worst node's)" if srv.get("nodes") else ""
     lines.append(f"  server RSS MiB{worst} before/peak/after: {srv['rss_mb']['before']} / "
                  f"{srv['rss_mb']['peak']} / {srv['rss_mb']['after']}; open files peak "
                  f"{srv['open_files_peak']} of {result.get('server_open_files_limit')} "
                  f"(before {srv.get('open_files_before')}, after {srv.get('open_files_after')}; "
-                 f"closed server-side in {srv.get('drain_s')} s); "
+                 f"clients' connections closed server-side in {srv.get('drain_s')} s); "
                  f"log +{srv['log_bytes_added']} bytes; CPU during the attack "
                  f"{srv['cpu_s_during_attack']} s (attacker {result['attacker'].get('cpu_s')} "
                  f"s); load average {result.get('load_average')}")

@@ -7,8 +7,10 @@ more, a cluster of that many such processes on a PostgreSQL schema and a Redis o
 ``tessera bench --nodes`` start theirs). Every server is given the siege's
 :class:`~clients.siege.budgets.Budgets`. The run goes through three phases: ``quiet``
 (canaries only), ``attack`` (the attacker process runs), ``after`` (once the attacker has
-exited and every server too has closed its connections: its open files back to within
-DRAIN_SLACK_FILES of before, waiting up to DRAIN_TIMEOUT_S; then ``settle`` seconds). Each
+exited and every server too has closed its connections: the connections it holds on its
+port back to within DRAIN_SLACK_CONNECTIONS of before, waiting up to DRAIN_TIMEOUT_S; then
+``settle`` seconds; its open files are no measure of that on a cluster, whose nodes keep
+the PostgreSQL and Redis connections their pools opened during the attack). Each
 server's resident memory is read from ``/proc/PID/status`` (before the attack, its peak
 during it, at the end of ``after``), its open files from ``/proc/PID/fd`` (the same three
 times), and the rows added to each table and the moves stored through the server's own
@@ -51,16 +53,18 @@ from .canaries import (
 from .raw import OWNER, close_reason, loop_lag
 
 OWNER_LOGIN_TIMEOUT_S = 10.0
+TCP_LISTEN = "0A"  # a listening socket's state in /proc/net/tcp
 DRAIN_TIMEOUT_S = 60.0  # the longest wait for the attacker's connections to close server-side
-DRAIN_SLACK_FILES = 16  # "closed": the server holds at most this many files more than before
+DRAIN_SLACK_CONNECTIONS = 16  # "closed": the server holds at most this many more than before
 BOT_NAME = "siegebot"
 
 
 class Process:
-    """What /proc says about the server process."""
+    """What /proc says about the server process listening on ``port``."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, port: int) -> None:
         self.pid = pid
+        self.port = port
         self.rss_peak_mb = 0.0
         self.fds_peak = 0
 
@@ -79,6 +83,28 @@ class Process:
         except OSError:
             return 0
 
+    def connections(self) -> int:
+        """The clients' connections the process holds (its TCP sockets on its port, but
+        the listening one), read from ``/proc/net/tcp`` and ``tcp6`` by socket inode."""
+        inodes: set[str] = set()
+        try:
+            for fd in os.scandir(f"/proc/{self.pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(fd.path)
+                    if link.startswith("socket:["):
+                        inodes.add(link[8:-1])
+        except OSError:
+            return 0
+        held = 0
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with contextlib.suppress(OSError):
+                for line in Path(table).read_text().splitlines()[1:]:
+                    fields = line.split()  # sl local remote state ... uid timeout inode
+                    if (int(fields[1].rsplit(":", 1)[1], 16) == self.port
+                            and fields[3] != TCP_LISTEN and fields[9] in inodes):
+                        held += 1
+        return held
+
     def cpu_s(self) -> float:
         """User and system CPU time used so far."""
         try:
@@ -96,11 +122,11 @@ class Process:
 
     async def drained(self, before: int, timeout_s: float, period: float = 0.25
                       ) -> float | None:
-        """Wait until the process holds about as many files as ``before`` (the attacker's
-        connections closed on the server's side too, not only on the attacker's), for up
+        """Wait until the process holds about as many connections as ``before`` (the
+        attacker's closed on the server's side too, not only on the attacker's), for up
         to ``timeout_s``: how long it took, or None if they were still open then."""
         t0 = time.monotonic()
-        while self.fds() > before + DRAIN_SLACK_FILES:
+        while self.connections() > before + DRAIN_SLACK_CONNECTIONS:
             if time.monotonic() - t0 >= timeout_s:
                 return None
             await asyncio.sleep(period)
@@ -278,7 +304,7 @@ async def besiege(name: str, params: dict[str, Any], workdir: Path, servers: lis
     procs: list[Process] = []
     for server in servers:
         assert server.pid is not None
-        procs.append(Process(server.pid))
+        procs.append(Process(server.pid, server.port))
     ports = [server.port for server in servers]
 
     def on(index: int) -> str:
@@ -293,8 +319,10 @@ async def besiege(name: str, params: dict[str, Any], workdir: Path, servers: lis
     canaries: list[Any] = []
     samplers: list[asyncio.Task[None]] = []
     try:
-        for k, (acc, node) in enumerate(((owner, 0), (pinger, 0), (mover_a, 1), (mover_b, 2))):
-            await register(on(node), acc, OWNER if acc is owner else f"127.0.0.{10 + k}")
+        await asyncio.gather(*(  # a password hash each: at once
+            register(on(node), acc, OWNER if acc is owner else f"127.0.0.{10 + k}")
+            for k, (acc, node) in enumerate(((owner, 0), (pinger, 0), (mover_a, 1),
+                                             (mover_b, 2)))))
         ping = PingCanary(on(0), phase, pinger)
         move = MoveCanary((on(1), on(2)), phase, mover_a, mover_b)
         health = HealthProbe(on(0), phase, ports)
@@ -317,6 +345,7 @@ async def besiege(name: str, params: dict[str, Any], workdir: Path, servers: lis
         logs_before = [server.log.stat().st_size for server in servers]
         rss_before = [proc.rss_mb() for proc in procs]
         fds_before = [proc.fds() for proc in procs]
+        held_before = [proc.connections() for proc in procs]
         for proc, rss in zip(procs, rss_before, strict=True):
             proc.rss_peak_mb = rss
         samplers = [asyncio.create_task(proc.sample()) for proc in procs]
@@ -328,8 +357,9 @@ async def besiege(name: str, params: dict[str, Any], workdir: Path, servers: lis
         cpu_attack = [proc.cpu_s() - cpu for proc, cpu in zip(procs, cpu_before, strict=True)]
         lags_after = await asyncio.gather(*(loop_lag(port) for port in ports))
         phase.name = "after"
-        drained = await asyncio.gather(*(proc.drained(fds, DRAIN_TIMEOUT_S)
-                                         for proc, fds in zip(procs, fds_before, strict=True)))
+        drained = await asyncio.gather(*(proc.drained(held, DRAIN_TIMEOUT_S)
+                                         for proc, held in zip(procs, held_before,
+                                                               strict=True)))
         await asyncio.sleep(settle_s)
         if name in ("lockout", "login-flood"):
             out["owner_login"]["after"] = await owner_login(on(-1), owner)
@@ -337,7 +367,8 @@ async def besiege(name: str, params: dict[str, Any], workdir: Path, servers: lis
             ({"rss_mb": {"before": round(rss_before[i], 1), "peak": round(proc.rss_peak_mb, 1),
                          "after": round(proc.rss_mb(), 1)},
               "open_files_peak": proc.fds_peak, "open_files_before": fds_before[i],
-              "open_files_after": proc.fds(), "drain_s": drained[i],
+              "open_files_after": proc.fds(), "connections_before": held_before[i],
+              "connections_after": proc.connections(), "drain_s": drained[i],
               "cpu_s_during_attack": round(cpu_attack[i], 2),
               "log_bytes_added": servers[i].log.stat().st_size - logs_before[i]},
              lag_summary(lags_before[i], lags_after[i]))
