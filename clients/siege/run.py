@@ -7,10 +7,11 @@ more, a cluster of that many such processes on a PostgreSQL schema and a Redis o
 ``tessera bench --nodes`` start theirs). Every server is given the siege's
 :class:`~clients.siege.budgets.Budgets`. The run goes through three phases: ``quiet``
 (canaries only), ``attack`` (the attacker process runs), ``after`` (once the attacker has
-exited and every server too has closed its connections: the connections it holds on its
-port back to within DRAIN_SLACK_CONNECTIONS of before, waiting up to DRAIN_TIMEOUT_S; then
-``settle`` seconds; its open files are no measure of that on a cluster, whose nodes keep
-the PostgreSQL and Redis connections their pools opened during the attack). Each
+exited and every server too has closed its connections: the sockets it holds, but its own
+connections out, back to within DRAIN_SLACK_CONNECTIONS of before, waiting up to
+DRAIN_TIMEOUT_S; then ``settle`` seconds; its open files are no measure of that on a
+cluster, whose nodes keep the PostgreSQL and Redis connections their pools opened during
+the attack). Each
 server's resident memory is read from ``/proc/PID/status`` (before the attack, its peak
 during it, at the end of ``after``), its open files from ``/proc/PID/fd`` (the same three
 times), and the rows added to each table and the moves stored through the server's own
@@ -53,7 +54,6 @@ from .canaries import (
 from .raw import OWNER, close_reason, loop_lag
 
 OWNER_LOGIN_TIMEOUT_S = 10.0
-TCP_LISTEN = "0A"  # a listening socket's state in /proc/net/tcp
 DRAIN_TIMEOUT_S = 60.0  # the longest wait for the attacker's connections to close server-side
 DRAIN_SLACK_CONNECTIONS = 16  # "closed": the server holds at most this many more than before
 BOT_NAME = "siegebot"
@@ -84,8 +84,11 @@ class Process:
             return 0
 
     def connections(self) -> int:
-        """The clients' connections the process holds (its TCP sockets on its port, but
-        the listening one), read from ``/proc/net/tcp`` and ``tcp6`` by socket inode."""
+        """The sockets the process holds but its own connections out (to PostgreSQL, to
+        Redis: its TCP sockets on another local port than its own, read from
+        ``/proc/net/tcp`` and ``tcp6`` by inode): its clients' connections, those a client
+        reset and it has not closed yet among them, and a few of its own that stay (its
+        listening socket, its internal ones)."""
         inodes: set[str] = set()
         try:
             for fd in os.scandir(f"/proc/{self.pid}/fd"):
@@ -95,15 +98,15 @@ class Process:
                         inodes.add(link[8:-1])
         except OSError:
             return 0
-        held = 0
+        out = 0
         for table in ("/proc/net/tcp", "/proc/net/tcp6"):
             with contextlib.suppress(OSError):
                 for line in Path(table).read_text().splitlines()[1:]:
                     fields = line.split()  # sl local remote state ... uid timeout inode
-                    if (int(fields[1].rsplit(":", 1)[1], 16) == self.port
-                            and fields[3] != TCP_LISTEN and fields[9] in inodes):
-                        held += 1
-        return held
+                    if (fields[9] in inodes
+                            and int(fields[1].rsplit(":", 1)[1], 16) != self.port):
+                        out += 1
+        return len(inodes) - out
 
     def cpu_s(self) -> float:
         """User and system CPU time used so far."""
@@ -393,7 +396,7 @@ async def besiege(name: str, params: dict[str, Any], workdir: Path, servers: lis
         if bot is not None:
             stopped = await asyncio.to_thread(bot.stop)
             out.setdefault("bot", {})["stop"] = stopped
-        exits = [await asyncio.to_thread(server.stop) for server in servers]
+        exits = await asyncio.gather(*(asyncio.to_thread(server.stop) for server in servers))
         out["server_exit"] = exits[0] if len(exits) == 1 else exits
     rows_after, stored = await asyncio.gather(asyncio.to_thread(row_counts, db_url),
                                               asyncio.to_thread(stored_moves, db_url))

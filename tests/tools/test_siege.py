@@ -17,19 +17,24 @@ attack's server directory (``--workdir``), and the tests read what the server st
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import engine
+from clients.localserver import LocalServer
 from clients.siege.attacks import ATTACKS, bad_hellos
+from clients.siege.raw import ATTACKER, RawSocket
+from clients.siege.run import Process
 from server.storage import sqlite_url
 
 # fourteen attacks, each with a server, canaries and attacker processes of its own: minutes on
@@ -399,7 +404,7 @@ def test_a_missed_target_exits_1_and_is_named(short_run: ShortRuns, index: int) 
         assert r["targets"]["move_p99"]["limit_ms"] == 0
 
 
-CLUSTER_SHORT = ["--seconds", "2", "--quiet", "0.5", "--settle", "1", "--wrong-passwords", "12",
+CLUSTER_SHORT = ["--seconds", "2", "--quiet", "0.5", "--settle", "0.5", "--wrong-passwords", "12",
                  "--login-flooders", "4", "--guest-flooders", "4", "--login-burst", "8",
                  "--guest-burst", "5"]
 BUDGETED = {"lockout": "lockout_budget", "login-flood": "login_budget",
@@ -440,6 +445,7 @@ def test_siege_on_three_nodes_holds_each_budget_across_them() -> None:
         assert all(node["answered"] > 0 and node["failures"] == 0
                    for node in r["canaries"]["healthz_by_node"]), r["canaries"]
         assert r["owner_login"]["during"]["ok"], r["owner_login"]
+        assert r["server"]["drain_s"] is not None  # every node closed the attack's connections
     lockout = results["lockout"]
     assert lockout["targets"]["lockout_budget"]["counted"] == 5  # the lock, once for all
     assert lockout["attacker"]["refused"].get("locked_out", 0) > 0
@@ -450,3 +456,34 @@ def test_siege_on_three_nodes_holds_each_budget_across_them() -> None:
     assert flood["attacker"]["refused"].get("rate_limited", 0) > 0  # refused past the budget
     guests = results["guest-flood"]["attacker"]["one_address"]
     assert guests["accepted"] >= 1 and guests["refused"].get("rate_limited", 0) > 0
+
+
+def test_the_siege_counts_the_clients_connections_a_server_holds(tmp_path: Path) -> None:
+    """What the drain waits for: the sockets a real server holds but its own connections
+    out, read from /proc by inode (not its open files: its database, a cluster node's
+    pooled PostgreSQL and Redis connections), five more while five clients are
+    connected, as many as before once they have reset their connections."""
+    server = LocalServer(tmp_path)
+    server.start()
+    try:
+        assert server.pid is not None
+        proc = Process(server.pid, server.port)
+        before = proc.connections()
+
+        async def five() -> int:
+            socks = [await RawSocket.connect(server.port, ATTACKER) for _ in range(5)]
+            try:
+                for sock in socks:
+                    assert await sock.handshake(server.port) == 101
+                return proc.connections()
+            finally:
+                for sock in socks:
+                    sock.close()
+
+        assert asyncio.run(five()) == before + 5
+        deadline = time.monotonic() + 10
+        while proc.connections() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.connections() == before
+    finally:
+        server.stop()
