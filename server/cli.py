@@ -247,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tessera: {problem}", file=sys.stderr)
             return 2
         from .storage.sole import DatabaseInUse
+        from .tls import TlsProblem
         from .wsio import CannotListen
 
         if args.workers > 1:
@@ -269,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.ready_file))
                 else:
                     runner.run(run_server(settings, ready_file=args.ready_file))
-        except (CannotListen, DatabaseInUse) as exc:  # the operator's to fix: one line
+        except (CannotListen, DatabaseInUse, TlsProblem) as exc:  # the operator's: one line
             print(f"tessera: {exc}", file=sys.stderr)
             return 1
         return 0

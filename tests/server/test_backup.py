@@ -11,48 +11,27 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 import protocol as p
 from server.storage import sqlite_url
 from server.storage.backup import copy_live
 
+from .conftest import Serve
 from .support import (
     REPO,
     TIMEOUT,
     Clients,
     Game,
     Player,
-    ServerProcess,
     assert_record_replays,
     run_cli,
     start_game,
 )
 
-Serve = Callable[..., ServerProcess]
 PACE_S = 0.01  # between one game's moves
 UNLIMITED = ("--rate", "1000", "--account-rate", "2000", "--account-burst", "4000")
-
-
-@pytest.fixture
-async def serve_on(tmp_path: Path) -> AsyncIterator[Serve]:
-    """``serve_on(db_url)``: a ``tessera serve`` process on that database, killed at the end."""
-    made: list[ServerProcess] = []
-
-    def make(db_url: str, *args: str) -> ServerProcess:
-        workdir = tmp_path / f"proc{len(made)}"
-        workdir.mkdir()
-        made.append(ServerProcess(db_url, workdir, *args))
-        return made[-1]
-
-    yield make
-    for proc in made:
-        if proc.proc is not None and proc.proc.poll() is None:
-            proc.proc.kill()
-            proc.proc.wait(10)
 
 
 async def tessera(*args: str) -> subprocess.CompletedProcess[str]:
