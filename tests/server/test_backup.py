@@ -6,19 +6,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import random
+import shutil
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import pytest
+from sqlalchemy.engine import make_url
+
 import protocol as p
-from server.storage import sqlite_url
+from server.storage import make_engine, sqlite_url
 from server.storage.backup import copy_live
 
-from .conftest import Serve
+from .conftest import PG_URL_ENV, Serve, TestDatabase
 from .support import (
     REPO,
     TIMEOUT,
@@ -287,3 +295,128 @@ async def test_backup_refuses_postgresql_an_existing_copy_and_a_missing_database
     exists = await run_cli("db", "backup", str(tmp_path / "there.db"), "--db",
                            sqlite_url(tmp_path / "live.db"))
     assert exists.returncode == 1 and "exists already: give a new path" in exists.stderr
+
+
+WRITER = """
+import os, sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("PRAGMA synchronous=FULL")
+print("ready", flush=True)
+while True:
+    started = time.perf_counter()
+    db.execute("INSERT INTO rows (body) VALUES (?)", (os.urandom(200),))
+    print(f"{time.monotonic():.6f} {time.perf_counter() - started:.6f}", flush=True)
+    time.sleep(0.002)
+"""
+
+
+@pytest.mark.slow
+async def test_a_100_mb_copy_while_a_writer_commits_every_2_ms(tmp_path: Path) -> None:
+    """The figure in docs/OPERATIONS.md: how long a copy of 100 MB takes, and what the
+    writer beside it waits meanwhile (run with -s to see it)."""
+    source = tmp_path / "big.db"
+    with contextlib.closing(sqlite3.connect(source)) as db, db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB)")
+        noise = random.Random(1)
+        db.executemany("INSERT INTO rows (body) VALUES (?)",
+                       ((noise.randbytes(1000),) for _ in range(100_000)))
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(source)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+        await asyncio.sleep(0.5)
+        began = time.monotonic()
+        copied = await asyncio.to_thread(copy_live, source, tmp_path / "copy.db")
+        ended = time.monotonic()
+        await asyncio.sleep(0.5)
+    finally:
+        writer.kill()
+    assert writer.stdout is not None
+    commits = [tuple(map(float, line.split())) for line in writer.stdout.read().splitlines()]
+    during = sorted(took for at, took in commits if began <= at <= ended)
+    assert copied.restarts == 0 and copied.bytes > 100e6
+    assert len(during) > 10  # the writer went on committing while the copy was made
+    with contextlib.closing(sqlite3.connect(tmp_path / "copy.db")) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert db.execute("SELECT count(*) FROM rows").fetchone()[0] >= 100_000
+    print(f"FIGURES backup: {copied.bytes / 1e6:.0f} MB in {copied.seconds:.2f} s; "
+          f"{len(during)} commits meanwhile, median {statistics.median(during) * 1e3:.1f} ms, "
+          f"slowest {during[-1] * 1e3:.0f} ms")
+
+
+@contextlib.asynccontextmanager
+async def pg_databases(count: int) -> AsyncIterator[list[str]]:
+    """``count`` new PostgreSQL databases on the test server, as libpq URLs (what pg_dump
+    and pg_restore take); dropped at the end."""
+    admin = make_url(os.environ[PG_URL_ENV])
+    names = [f"tessera_ops_{uuid.uuid4().hex[:12]}" for _ in range(count)]
+    engine = make_engine(admin).execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            for name in names:
+                await conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        yield [admin.set(drivername="postgresql", database=name).render_as_string(
+            hide_password=False) for name in names]
+    finally:
+        async with engine.connect() as conn:
+            for name in names:
+                await conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await engine.dispose()
+
+
+async def run(*command: str) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True,
+                                   timeout=120)
+
+
+@pytest.mark.parametrize("database", ["postgresql"], indirect=True)
+async def test_the_documented_pg_dump_and_pg_restore_carry_a_served_database(
+        database: TestDatabase, tmp_path: Path, serve_on: Serve,
+        open_clients: Callable[[str], Clients]) -> None:
+    """docs/OPERATIONS.md's PostgreSQL way: pg_dump while the server plays, pg_restore into
+    a new database, which checks, verifies and serves the games. (``database`` is taken for
+    its skip, or failure under CI, without PostgreSQL: the test makes databases of its
+    own.)"""
+    missing = [tool for tool in ("pg_dump", "pg_restore") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"PostgreSQL backup test skipped: {' and '.join(missing)} not installed")
+    async with pg_databases(2) as (live, restored):
+        server = serve_on(to_asyncpg(live))
+        await server.start()
+        clients = open_clients(server.url)
+        a, b = await clients.guest(), await clients.guest()
+        finished = await start_game(a, b, "yodd", {"size": 3})
+        rng = random.Random(4)
+        while not finished.state.is_over:
+            await finished.play(rng=rng)
+        playing = await start_game(a, b, "hadron")
+        await playing.play("a1")
+        dump = tmp_path / "tessera.dump"
+        dumped = await run("pg_dump", "--format=custom", f"--file={dump}", live)
+        assert dumped.returncode == 0, dumped.stderr
+        await playing.play("e5")  # after the dump: not in it
+        back = await run("pg_restore", "--no-owner", "--dbname", restored, str(dump))
+        assert back.returncode == 0, back.stderr
+        checked = await run_cli("db", "check", "--db", to_asyncpg(restored))
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        verified = await tessera("verify", "--all", "--db", to_asyncpg(restored))
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert "verified 2 records: 2 ok, 0 with problems" in verified.stdout
+        again = serve_on(to_asyncpg(restored))
+        await again.start()
+        watcher = await open_clients(again.url).spectator()
+        for game, moves in ((finished, [str(m) for m in finished.state.moves]),
+                            (playing, ["a1"])):
+            reply = await asyncio.wait_for(watcher.call(p.GetGame, game_id=game.game_id),
+                                           TIMEOUT)
+            assert [m.move for m in reply.record.moves] == moves
+            assert_record_replays(reply.record)
+        assert await again.stopped() == 0
+        assert await server.stopped() == 0
+
+
+def to_asyncpg(libpq_url: str) -> str:
+    return make_url(libpq_url).set(drivername="postgresql+asyncpg").render_as_string(
+        hide_password=False)
