@@ -137,9 +137,7 @@ async def test_a_backup_taken_during_play_holds_every_acked_move_and_restores(
     pairs = [(await clients.guest(), await clients.guest()) for _ in range(3)]
     # a game over before anything else: played to its end
     played_out = await start_game(*pairs[0], "yodd", {"size": 3})
-    rng = random.Random(3)
-    while not played_out.state.is_over:
-        await played_out.play(rng=rng)
+    await played_out.play_out(random.Random(3))
     stream = Stream(pairs)
     stream.start()
     await stream.acked(30)
@@ -386,12 +384,10 @@ async def test_the_documented_pg_dump_and_pg_restore_carry_a_served_database(
         server = serve_on(to_asyncpg(live))
         await server.start()
         clients = open_clients(server.url)
-        a, b = await clients.guest(), await clients.guest()
-        finished = await start_game(a, b, "yodd", {"size": 3})
-        rng = random.Random(4)
-        while not finished.state.is_over:
-            await finished.play(rng=rng)
-        playing = await start_game(a, b, "hadron")
+        players = (await clients.guest(), await clients.guest())
+        finished = await start_game(*players, "yodd", {"size": 3})
+        await finished.play_out(random.Random(4))
+        playing = await start_game(*players, "hadron")
         await playing.play("a1")
         dump = tmp_path / "tessera.dump"
         dumped = await run("pg_dump", "--format=custom", f"--file={dump}", live)
