@@ -122,6 +122,12 @@ class Settings:
                         " 0.0.0.0: every interface)")
     port: int = setting(8765, "--port", "port to listen on (default: %(default)s; 0 picks a "
                         "free port)")
+    tls_cert: str | None = setting(
+        None, "--tls-cert", "serve wss:// and https:// with this certificate chain (PEM), "
+        "with --tls-key; SIGHUP reads both again for new connections (docs/OPERATIONS.md)",
+        metavar="FILE")
+    tls_key: str | None = setting(None, "--tls-key", "the private key of --tls-cert (PEM)",
+                                  metavar="FILE")
     db_url: str = setting_from(default_db_url, "--db", "SQLAlchemy URL (default: $TESSERA_DB "
                                "or sqlite in ./data)")
     sqlite_synchronous: str = setting(

@@ -186,6 +186,11 @@ class Game:
         self.state = self.state.play(text)
         return ack
 
+    async def play_out(self, rng: random.Random) -> None:
+        """Random legal moves until the game is over."""
+        while not self.state.is_over:
+            await self.play(rng=rng)
+
     async def play_quiet_move(self, rng: random.Random) -> p.MoveAck:
         """Play a random legal move that does not end the game."""
         for _ in range(200):

@@ -38,8 +38,8 @@ def other_value(f: dataclasses.Field[Any], flag: Flag) -> Any:
         return "sqlite+aiosqlite:///elsewhere.db"
     if isinstance(default, str):
         return "x" + default
-    if default is None:
-        return 1_000
+    if default is None:  # a number, or text (a file's path) when the flag takes text
+        return 1_000 if flag.parse is not None else "elsewhere.pem"
     return default - 1 if default >= 2 else default + 1
 
 
