@@ -279,11 +279,11 @@ async def open_clients() -> AsyncIterator[Callable[[str], Clients]]:
         await pool.close_all()
 
 
-Serve = Callable[..., ServerProcess]
+ServeOn = Callable[..., ServerProcess]
 
 
 @pytest.fixture
-async def serve_on(tmp_path: Path) -> AsyncIterator[Serve]:
+async def serve_on(tmp_path: Path) -> AsyncIterator[ServeOn]:
     """``serve_on(db_url, *flags)``: a ``python -m server serve`` process on a database the
     test names (a fresh file, a restored copy); all killed at the end."""
     made: list[ServerProcess] = []

@@ -26,7 +26,7 @@ import protocol as p
 from server.storage import make_engine, sqlite_url
 from server.storage.backup import copy_live
 
-from .conftest import PG_URL_ENV, Serve, TestDatabase
+from .conftest import PG_URL_ENV, ServeOn, TestDatabase
 from .support import (
     REPO,
     TIMEOUT,
@@ -129,7 +129,7 @@ async def check_the_copy(copy: Path, stream: Stream, before: dict[str, int]) -> 
 
 
 async def test_a_backup_taken_during_play_holds_every_acked_move_and_restores(
-        tmp_path: Path, serve_on: Serve, open_clients: Callable[[str], Clients]) -> None:
+        tmp_path: Path, serve_on: ServeOn, open_clients: Callable[[str], Clients]) -> None:
     live_db = tmp_path / "live.db"
     server = serve_on(sqlite_url(live_db), *UNLIMITED)
     await server.start()
@@ -209,7 +209,7 @@ def corrupt(path: Path, pages: range) -> None:
 
 
 async def test_restore_refuses_a_bad_copy_and_a_served_database(
-        tmp_path: Path, serve_on: Serve, open_clients: Callable[[str], Clients]) -> None:
+        tmp_path: Path, serve_on: ServeOn, open_clients: Callable[[str], Clients]) -> None:
     live_db = tmp_path / "live.db"
     server = serve_on(sqlite_url(live_db))
     await server.start()
@@ -371,7 +371,7 @@ async def run(*command: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("database", ["postgresql"], indirect=True)
 async def test_the_documented_pg_dump_and_pg_restore_carry_a_served_database(
-        database: TestDatabase, tmp_path: Path, serve_on: Serve,
+        database: TestDatabase, tmp_path: Path, serve_on: ServeOn,
         open_clients: Callable[[str], Clients]) -> None:
     """docs/OPERATIONS.md's PostgreSQL way: pg_dump while the server plays, pg_restore into
     a new database, which checks, verifies and serves the games. (``database`` is taken for

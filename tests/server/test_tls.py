@@ -28,7 +28,7 @@ from server.storage import sqlite_url
 
 from .certs import Certificate, self_signed
 from .cluster.conftest import eventually
-from .conftest import Serve
+from .conftest import ServeOn
 from .support import Clients, start_game
 
 
@@ -65,7 +65,7 @@ def put_in_place(certificate: Certificate, cert: Path, key: Path) -> None:
 
 
 async def test_wss_and_https_with_a_certificate_reloaded_on_sighup(
-        tmp_path: Path, serve_on: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, serve_on: ServeOn, monkeypatch: pytest.MonkeyPatch) -> None:
     one, two = self_signed(tmp_path / "made", "one"), self_signed(tmp_path / "made", "two")
     cert, key = tmp_path / "served" / "server.crt", tmp_path / "served" / "server.key"
     cert.parent.mkdir()
