@@ -15,6 +15,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, Literal, TypeVar
 
 from .lockout import LOCKOUT_CEILING_S
+from .proxies import trusted_network
 from .storage import default_database_url
 
 T = TypeVar("T")
@@ -72,6 +73,15 @@ def _lockout_max(text: str) -> float:
 
 def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _network(text: str) -> str:
+    """``--trusted-proxy``: an address or a network, as given."""
+    try:
+        trusted_network(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _seconds_or_none(text: str) -> float | None:
@@ -134,6 +144,11 @@ class Settings:
         "FULL", "--sqlite-synchronous", "SQLite's synchronous setting: FULL (default), an "
         "acknowledged move survives a power loss; NORMAL, faster, a power loss may lose the "
         "last moves (a crash of the process loses nothing)", choices=("FULL", "NORMAL"))
+    trusted_proxies: list[str] | None = setting(
+        None, "--trusted-proxy", "a reverse proxy's address or network (repeatable): from "
+        "it, the client's address is read from Forwarded / X-Forwarded-For, and every "
+        "per-address limit counts that (docs/OPERATIONS.md)", metavar="CIDR", kind="repeat",
+        parse=_network)
     origins: list[str] | None = setting(
         None, "--origin", "also allow browser pages from this Origin (repeatable; pages the "
         "server serves itself need none; clients that send no Origin are always allowed)",

@@ -28,6 +28,8 @@ def other_value(f: dataclasses.Field[Any], flag: Flag) -> Any:
     default = None if f.default is dataclasses.MISSING else f.default
     if flag.kind == "switch":
         return True
+    if f.name == "trusted_proxies":
+        return ["127.0.0.1", "10.0.0.0/8"]
     if flag.kind == "repeat":
         return ["https://a.example", "https://b.example"]
     if flag.choices:
