@@ -181,10 +181,11 @@ class Admission:
         return None
 
     def client(self, connection: ServerConnection) -> str:
-        """The client's address: the peer's, or behind a trusted proxy the one it forwards
-        (:mod:`server.proxies`); "?" if the peer is gone already."""
+        """The client's address: the peer's (or the one its PROXY protocol header named), or
+        behind a trusted proxy the one it forwards (:mod:`server.proxies`); "?" if the
+        peer is gone already."""
         remote = connection.remote_address
-        peer = str(remote[0]) if remote else "?"
+        peer = getattr(connection, "proxied", None) or (str(remote[0]) if remote else "?")
         request = connection.request
         return self.proxies.client(peer, request.headers if request is not None else None)
 

@@ -278,8 +278,9 @@ async def _running_server(settings: Settings, topology: Hosted, sole: SoleServer
                     max_queue=16, server_header=None, reuse_port=settings.reuse_port,
                     backlog=settings.accept_batch,
                     ssl=tls.listening if tls else None,  # its handshake: open_timeout, 10 s
-                    create_connection=wsio.reporting_connection(app.admission.accepted,
-                                                                app.admission.lost))
+                    create_connection=wsio.reporting_connection(
+                        app.admission.accepted, app.admission.lost,
+                        app.admission.proxies.trusts if settings.proxy_protocol else None))
             except OSError as exc:
                 raise CannotListen(listen_problem(settings.host, settings.port, exc)) from None
             async with serving as ws_server:

@@ -259,7 +259,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"tessera: {exc}", file=sys.stderr)
                 return 1
         setup_logging(args.log_level)
-        settings = config.from_flags(args, db_url=db_url)
+        try:
+            settings = config.from_flags(args, db_url=db_url)
+        except ValueError as exc:  # flags that do not go together: one line, as argparse
+            args.serve_parser.error(str(exc))
         raise_fd_limit()
         try:
             with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:

@@ -149,6 +149,10 @@ class Settings:
         "it, the client's address is read from Forwarded / X-Forwarded-For, and every "
         "per-address limit counts that (docs/OPERATIONS.md)", metavar="CIDR", kind="repeat",
         parse=_network)
+    proxy_protocol: bool = setting(
+        False, "--proxy-protocol", "every connection comes from a --trusted-proxy TCP "
+        "balancer and begins with a PROXY protocol header (v1 or v2) naming the client "
+        "(HAProxy's send-proxy); others are cut", kind="switch")
     origins: list[str] | None = setting(
         None, "--origin", "also allow browser pages from this Origin (repeatable; pages the "
         "server serves itself need none; clients that send no Origin are always allowed)",
@@ -340,6 +344,9 @@ class Settings:
                                               metavar="N", group="limits")
 
     def __post_init__(self) -> None:
+        if self.proxy_protocol and not self.trusted_proxies:
+            raise ValueError("--proxy-protocol needs --trusted-proxy: the balancers whose "
+                             "headers are believed")
         if self.password_hash_time_cost < 1:
             raise ValueError(f"password_hash_time_cost must be >= 1, not "
                              f"{self.password_hash_time_cost}")

@@ -1,4 +1,5 @@
-"""The client's address behind a reverse proxy (``--trusted-proxy CIDR``, repeatable).
+"""The client's address behind a reverse proxy (``--trusted-proxy CIDR``, repeatable) or a
+TCP load balancer (``--proxy-protocol``).
 
 Behind nginx or HAProxy every connection comes from the proxy, so the per-address limits
 (connections, logins, guests, lockout) would count every client as one. A connection whose
@@ -9,11 +10,17 @@ are passed over and the first hop that is not one is the client. What a client w
 those headers itself stands to the left of what the proxies appended, and is never reached
 unless every hop after it is trusted. A peer that is not a trusted proxy is the client,
 whatever headers it sends.
+
+With ``--proxy-protocol`` (HAProxy's PROXY protocol, version 1 or 2, as a TCP balancer sends
+it), every connection must come from a trusted proxy and begin with the header naming the
+client: the address it names is the peer's from then on. A connection that does not (from
+another peer, or without a valid header) is closed before anything is read from it.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import struct
 from collections.abc import Iterable, Sequence
 
 from websockets.datastructures import Headers
@@ -92,4 +99,62 @@ def _address(text: str) -> str:
     return value
 
 
-__all__ = ["TrustedProxies", "forwarded_for", "trusted_network"]
+V1_PREFIX = b"PROXY "
+V1_MAX = 107  # the longest version 1 header, "\r\n" included
+V2_SIGNATURE = b"\r\n\r\n\x00\r\nQUIT\n"
+V2_FIXED = 16  # signature, version and command, family and protocol, length
+
+
+class BadProxyHeader(ValueError):
+    """A connection that had to begin with a PROXY protocol header did not."""
+
+
+def proxy_header(data: bytes) -> tuple[str | None, int] | None:
+    """The client a PROXY protocol header at the start of ``data`` names, and the header's
+    length; None if more bytes are needed. The client is None for a header that names none
+    (v1 ``UNKNOWN``, v2 ``LOCAL`` or a family other than TCP over IPv4 or IPv6: a balancer's
+    own health check): the peer is the client then. Raises :class:`BadProxyHeader`."""
+    if data.startswith(V2_SIGNATURE[:len(data)]) and not data.startswith(V1_PREFIX[:1]):
+        return _v2(data)
+    if not V1_PREFIX.startswith(data[:len(V1_PREFIX)]):
+        raise BadProxyHeader("no PROXY protocol header")
+    end = data.find(b"\r\n", 0, V1_MAX)
+    if end < 0:
+        if len(data) >= V1_MAX:
+            raise BadProxyHeader("a PROXY v1 header longer than 107 bytes")
+        return None
+    fields = data[len(V1_PREFIX):end].decode("ascii", "replace").split(" ")
+    if fields[0] == "UNKNOWN":
+        return None, end + 2
+    if len(fields) != 5 or fields[0] not in ("TCP4", "TCP6"):
+        raise BadProxyHeader(f"a malformed PROXY v1 header: {data[:end]!r}")
+    try:
+        source = ipaddress.ip_address(fields[1])
+    except ValueError:
+        raise BadProxyHeader(f"a malformed PROXY v1 source: {fields[1]!r}") from None
+    if source.version != (4 if fields[0] == "TCP4" else 6):
+        raise BadProxyHeader(f"a {fields[0]} header with the source {fields[1]}")
+    return str(source), end + 2
+
+
+def _v2(data: bytes) -> tuple[str | None, int] | None:
+    if len(data) < V2_FIXED:
+        return None
+    version_command, family, length = struct.unpack("!BBH", data[12:V2_FIXED])
+    if version_command >> 4 != 2 or version_command & 0x0F not in (0, 1):
+        raise BadProxyHeader(f"a PROXY v2 header of version/command {version_command:#x}")
+    total = V2_FIXED + length
+    if len(data) < total:
+        return None
+    body = data[V2_FIXED:total]
+    if version_command & 0x0F == 0:  # LOCAL: the balancer's own connection
+        return None, total
+    if family == 0x11 and length >= 12:  # TCP over IPv4
+        return str(ipaddress.IPv4Address(body[:4])), total
+    if family == 0x21 and length >= 36:  # TCP over IPv6
+        return str(ipaddress.IPv6Address(body[:16])), total
+    return None, total
+
+
+__all__ = ["BadProxyHeader", "TrustedProxies", "forwarded_for", "proxy_header",
+           "trusted_network"]

@@ -4,7 +4,9 @@ are read from trusted peers only, from the right; per-address limits count the c
 End to end with Debian's nginx and HAProxy in front of a real server (each skipped, with
 the reason, where it is not installed; ``.ci/run`` installs both): clients speaking from
 two loopback addresses through the proxy are rationed apart, a header a client forges is
-passed over, and a peer that is not a proxy is not believed.
+passed over, and a peer that is not a proxy is not believed. Behind HAProxy as a TCP
+balancer (``--proxy-protocol``, its ``send-proxy`` and ``send-proxy-v2``) the same holds, and
+a connection without the header, or from a peer that is no trusted proxy, is cut.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from websockets.exceptions import InvalidStatus
 
 import protocol as p
 from clients.connection import Connection, ServerError
-from server.proxies import TrustedProxies, forwarded_for
+from server.proxies import BadProxyHeader, TrustedProxies, forwarded_for, proxy_header
 
 from .conftest import Live, Serve, one_backend
 
@@ -68,6 +70,28 @@ def test_lines_and_lists_of_x_forwarded_for_read_in_order() -> None:
 def test_a_trusted_proxy_is_an_address_or_a_network() -> None:
     with pytest.raises(ValueError, match="not an address"):
         TrustedProxies(["proxy.example"])
+
+
+def test_a_proxy_protocol_header_names_the_client_and_its_length() -> None:
+    v1 = b"PROXY TCP4 192.0.2.1 10.0.0.1 56324 443\r\n"
+    assert proxy_header(v1 + b"GET / HTTP/1.1") == ("192.0.2.1", len(v1))
+    assert proxy_header(b"PROXY TCP6 2001:db8::1 ::1 1 2\r\n") == ("2001:db8::1", 32)
+    assert proxy_header(b"PROXY UNKNOWN\r\n") == (None, 15)
+    assert proxy_header(v1[:20]) is None  # more to come
+    v2 = (b"\r\n\r\n\x00\r\nQUIT\n" + bytes([0x21, 0x11, 0, 12])
+          + bytes([198, 51, 100, 7]) + bytes([10, 0, 0, 1]) + bytes(4))
+    assert proxy_header(v2 + b"GET") == ("198.51.100.7", 28)
+    assert proxy_header(v2[:15]) is None
+    local = b"\r\n\r\n\x00\r\nQUIT\n" + bytes([0x20, 0x00, 0, 0])
+    assert proxy_header(local) == (None, 16)  # a balancer's own health check
+
+
+@pytest.mark.parametrize("data", [b"GET / HTTP/1.1\r\n", b"PROXY TCP4 6.6.6.6\r\n",
+                                  b"PROXY TCP4 ::1 ::1 1 2\r\n", b"PROXY " + b"x" * 120,
+                                  b"\r\n\r\n\x00\r\nQUIT\n" + bytes([0x31, 0x11, 0, 0])])
+def test_what_is_no_proxy_protocol_header_is_refused(data: bytes) -> None:
+    with pytest.raises(BadProxyHeader):
+        proxy_header(data)
 
 
 # -- through real proxies --------------------------------------------------------------------
@@ -162,6 +186,28 @@ backend servers
     return proxy_process([binary, "-db", "-f", str(conf)], port, tmp / "haproxy.out")
 
 
+def haproxy_tcp(tmp: Path, port: int, upstream: int, send: str
+                ) -> contextlib.AbstractContextManager[None]:
+    """HAProxy as a TCP balancer telling the server each client with ``send``
+    (``send-proxy``: version 1, ``send-proxy-v2``)."""
+    binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not Path(binary).exists():
+        pytest.skip("haproxy is not installed (apt-get install haproxy): no HAProxy test")
+    conf = tmp / "haproxy.cfg"
+    conf.write_text(f"""defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 1h
+  timeout server 1h
+frontend tessera
+  bind 127.0.0.1:{port}
+  default_backend servers
+backend servers
+  server one 127.0.0.1:{upstream} {send}
+""")
+    return proxy_process([binary, "-db", "-f", str(conf)], port, tmp / "haproxy.out")
+
+
 async def opens(port: int, source: str, forged: str | None = None) -> bool:
     """Whether a websocket from ``source`` through ``port`` opens (False: 429)."""
     headers = {"X-Forwarded-For": forged} if forged else None
@@ -243,3 +289,39 @@ async def test_without_a_trusted_proxy_everyone_behind_it_is_one_address(
             async with holding():
                 assert [await opens(port, "127.0.0.2") for _ in range(CAP)] == [True] * CAP
                 assert not await opens(port, "127.0.0.3")
+
+
+async def cut_at_once(port: int, source: str, first: bytes) -> bool:
+    """Whether the server closes a raw connection from ``source`` that sends ``first`` and
+    then a request for /healthz, without answering."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+    try:
+        writer.write(first + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)
+    except ConnectionResetError:
+        return True
+    finally:
+        writer.close()
+    return answer == b""
+
+
+@one_backend
+@pytest.mark.parametrize("send", ["send-proxy", "send-proxy-v2"])
+async def test_behind_a_tcp_balancer_the_proxy_protocol_names_the_client(
+        serve: Serve, tmp_path: Path, send: str) -> None:
+    async with serve(trusted_proxies=["127.0.0.1"], proxy_protocol=True,
+                     max_connections_per_address=CAP, address_guests_per_hour=1,
+                     address_guest_burst=1) as live:
+        port = free_port()
+        with haproxy_tcp(tmp_path, port, live.http_port, send):
+            async with holding():
+                await rationed_apart(port)
+            assert await guest_from(port, "127.0.0.5") == "ok"
+            assert await guest_from(port, "127.0.0.5") == "rate_limited"
+            assert await guest_from(port, "127.0.0.6") == "ok"
+        direct = live.http_port  # the balancer's port is the only way in:
+        forged = b"PROXY TCP4 6.6.6.6 127.0.0.1 1 2\r\n"
+        assert await cut_at_once(direct, "127.0.0.1", b"")  # a trusted peer, no header
+        assert await cut_at_once(direct, "127.0.0.4", forged)  # a header, from a stranger
+        assert not await cut_at_once(direct, "127.0.0.1", forged)  # as a balancer does
