@@ -131,6 +131,13 @@ class Clients:
             conn.call(p.Register, username=name, password=password), TIMEOUT)
         return _player(conn, authed, url)
 
+    async def login(self, name: str, password: str, url: str | None = None) -> Player:
+        url = self.pick(url)
+        conn = await self.connect(url)
+        authed = await asyncio.wait_for(
+            conn.call(p.Login, username=name, password=password), TIMEOUT)
+        return _player(conn, authed, url)
+
     async def with_token(self, token: str, url: str | None = None) -> Player:
         url = self.pick(url)
         conn = await self.connect(url)
