@@ -286,6 +286,8 @@ class ChangePassword(Message):
     REPLIES = ("ok",)
     id: RequestId
     old_password: Password
+    """Your password now: a wrong one counts toward the lock of your account from your
+    address, as a login's does."""
     new_password: NewPassword
 
 

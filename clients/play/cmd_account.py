@@ -68,8 +68,6 @@ async def logout(client: PlayClient, args: str) -> None:
 @command("password", "password", "change your password (asks for the one you have, then "
          "the new one twice); your other logins end at once")
 async def password(client: PlayClient, args: str) -> None:
-    if args:
-        raise UsageError("usage: password")
     _registered(client)
     old = await client.term.read("current password: ", password=True)
     client.say(f"{PASSWORD_RULE.capitalize()}.")
@@ -84,8 +82,6 @@ async def password(client: PlayClient, args: str) -> None:
 @command("delete-account", "delete-account", "delete your account for good (asks first, "
          "then for your password); your games stay, under an anonymous name")
 async def delete_account(client: PlayClient, args: str) -> None:
-    if args:
-        raise UsageError("usage: delete-account")
     name = _registered(client)
     client.say(f"Deleting your account cannot be undone: nobody can log in as {name} "
                "again, your games stay under an anonymous name, and after a while "

@@ -141,12 +141,13 @@ def _now(now: datetime | None) -> datetime:
     return datetime.now(UTC) if now is None else now
 
 
-def _playing_of(user_id: int) -> Select[Any]:
-    """The ids of a user's games in progress, oldest first."""
-    return (select(_GAMES.c.id)
-            .where(_GAMES.c.status == "playing",
-                   or_(_GAMES.c.player0_id == user_id, _GAMES.c.player1_id == user_id))
-            .order_by(_GAMES.c.created_at, _GAMES.c.id))
+def _playing_ids(user_id: int | None = None) -> Select[Any]:
+    """The ids of the games in progress (of one user if given), oldest first."""
+    statement = select(_GAMES.c.id).where(_GAMES.c.status == "playing")
+    if user_id is not None:
+        statement = statement.where(or_(_GAMES.c.player0_id == user_id,
+                                        _GAMES.c.player1_id == user_id))
+    return statement.order_by(_GAMES.c.created_at, _GAMES.c.id)
 
 
 # built once: a statement made anew per call costs more to build and key than to run
@@ -302,7 +303,7 @@ class Store:
                         .with_for_update())).scalar()
                     if former is None:
                         raise Conflict(f"no account {user_id} to delete")
-                    playing = (await conn.execute(_playing_of(user_id).limit(1))).scalar()
+                    playing = (await conn.execute(_playing_ids(user_id).limit(1))).scalar()
                     if playing is not None:
                         raise StillPlaying(playing)
                     await conn.execute(update(_USERS).where(users.id == user_id).values(
@@ -565,11 +566,8 @@ class Store:
     async def playing_game_ids(self, user_id: int | None = None) -> list[str]:
         """The ids of the games in progress (of one user if given), oldest first: what a
         cluster node sweeps for games with no owner, and names to a player logging in."""
-        statement = (select(GameRow.id).where(GameRow.status == "playing")
-                     .order_by(GameRow.created_at, GameRow.id)
-                     if user_id is None else _playing_of(user_id))
         async with self.reader.connect() as conn:
-            return list((await conn.execute(statement)).scalars())
+            return list((await conn.execute(_playing_ids(user_id))).scalars())
 
     async def playing_counts(self, user_ids: Sequence[int]) -> dict[int, int]:
         """How many games in progress each of these users sits in (0 included): one
