@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import websockets
@@ -80,7 +80,8 @@ class App:
                                    memory_kib=settings.password_hash_memory_kib)
         self.guests = GuestMaker(self.store)
         self.accounts = Accounts(self.store, self.passwords, self.guests, topology.lockout,
-                                 topology.address_logins, topology.address_guests)
+                                 topology.address_logins, topology.address_guests,
+                                 timedelta(days=settings.deleted_name_hold_days))
         self.placement = topology.placement
         self.members = Members(settings.rating_period_s)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,

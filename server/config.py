@@ -276,6 +276,10 @@ class Settings:
     guest_sweep_interval_s: float = setting(600.0, "--guest-sweep-every", "how often guests "
                                             "are swept (default: %(default)s)", metavar="S",
                                             group="accounts")
+    deleted_name_hold_days: float = setting(
+        30.0, "--deleted-name-hold-days", "days the name of a deleted account stays held: no "
+        "one may register it meanwhile; 0: free at once (default: %(default)s)",
+        metavar="DAYS", group="accounts")
     # -- limits: what a stranger can make the server hold (docs/RELIABILITY.md)
     hello_timeout_s: float = setting(10.0, "--hello-timeout", "close a connection that has "
                                      "not sent hello within S seconds (default: "
