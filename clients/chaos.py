@@ -318,9 +318,12 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                 victim = rng.choice(up)
                 if victim in restarts:
                     restarts.pop(victim).result()  # it started again (or raise why not)
-                owners = await cluster.lease_owners(live)
                 killed_at = time.monotonic()
                 cluster.nodes[victim].kill()
+                # read after the kill, which must not wait for it (a command's process
+                # takes most of a second on a busy machine): a dead node's leases stay
+                # until they expire, so they still name it
+                owners = await cluster.lease_owners(live)
                 orphaned += [(killed_at, g) for g, owner in owners.items()
                              if owner == f"n{victim}"]
                 interrupted.update(live)
