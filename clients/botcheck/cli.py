@@ -142,33 +142,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError, ImportError) as e:
         parser.error(str(e))
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    plan = Plan(specs, clock, decline, args.only or list(NAMES))
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or Path(stack.enter_context(
             tempfile.TemporaryDirectory(prefix="tessera-botcheck-")))
         server = LocalServer(workdir, extra_args=OWN_SERVER_ARGS)
-        server.start()
         stack.callback(server.stop)
         name = subject.account()
-        with ThreadPoolExecutor(3) as pool:
-            tokens = list(pool.map(server.create_bot, [name, *OWN_SIDES]))
+        try:
+            server.start()
+            with ThreadPoolExecutor(3) as pool:
+                tokens = list(pool.map(server.create_bot, [name, *OWN_SIDES]))
+        except RuntimeError as e:  # the server did not start, or made no account
+            print(f"botcheck: {e}", file=sys.stderr)
+            return 1
         bot = BotProcess(subject, server.url, tokens[0], workdir / "bot.log")
         stack.callback(bot.stop)
         kept = "kept" if args.workdir else "removed at exit"
         print(f"botcheck: {subject.label} as {name} on {server.url} (a private server; its "
               f"files and the bot's log in {workdir}, {kept})", flush=True)
-        verdicts, notes = asyncio.run(run(server, bot, name, tokens[1:], Plan(
-            specs, clock, decline, args.only or list(NAMES)), progress))
+        try:
+            verdicts, notes = asyncio.run(run(server, bot, name, tokens[1:], plan, progress))
+        except KeyboardInterrupt:
+            print("botcheck: interrupted", file=sys.stderr)
+            return 130
         bot.stop()  # its log is whole: it is read before the directory goes
         return report(verdicts, notes, bot)
 
 
-def report(verdicts: list[Verdict] | None, notes: list[str], bot: BotProcess) -> int:
+def report(verdicts: list[Verdict], notes: list[str], bot: BotProcess) -> int:
     """Print the table, the count and the notes (and, if something failed, the end of the
     bot's log); the exit status."""
-    if verdicts is None:
-        print(f"botcheck: the bot did not log in within {ONLINE_S:g} s; the end of its log "
-              f"({bot.log}):\n{bot.log_tail()}", file=sys.stderr)
-        return 1
     print(table(verdicts))
     failed = [v for v in verdicts if not v.passed]
     print(f"{len(verdicts)} scenarios: {len(verdicts) - len(failed)} passed, {len(failed)} "
@@ -192,9 +196,9 @@ class Plan:
 
 async def run(server: LocalServer, bot: BotProcess, name: str, tokens: Sequence[str],
               plan: Plan, progress: Callable[[str], None] | None
-              ) -> tuple[list[Verdict] | None, list[str]]:
-    """Connect botcheck's sides, start the bot and run the scenarios; the verdicts (None if
-    the bot never logs in) and the notes."""
+              ) -> tuple[list[Verdict], list[str]]:
+    """Connect botcheck's sides, start the bot and run the scenarios; the verdicts (one,
+    ``log in``, failed, if the bot does not log in) and the notes."""
     hub = Hub(bot.ended)
     checker, bystander = (Side(hub, server.url, side, token, seed=i, lobby=side == "checker")
                           for i, (side, token) in enumerate(zip(OWN_SIDES, tokens, strict=True)))
@@ -204,10 +208,11 @@ async def run(server: LocalServer, bot: BotProcess, name: str, tokens: Sequence[
         for side in check.sides:
             await side.connect()
         bot.start()
+        started = time.monotonic()
         try:
             await hub.until(check.online, ONLINE_S, "the bot to log in")
-        except Failed:
-            return None, check.notes
+        except Failed as e:
+            return [Verdict("log in", False, time.monotonic() - started, str(e))], check.notes
         check.claims = await claims(check, plan.specs)
         verdicts = []
         for row, scenario in rows(plan.names, check.claims):

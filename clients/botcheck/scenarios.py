@@ -32,7 +32,6 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sized
 from dataclasses import dataclass, field
 
-import engine
 import protocol as p
 from clients.connection import ServerError
 from clients.localserver import LocalServer
@@ -86,7 +85,7 @@ def ended(view: GameView) -> str:
     """``at ply 12``, and how the rules ended it."""
     result = view.result
     how = f": {result.ending.text}" if result and result.ending else ""
-    return f"at ply {view.ply}{how}"
+    return f"at ply {view.state.ply}{how}"
 
 
 @dataclass
@@ -187,11 +186,11 @@ class Check:
             if self.checker.my_turn(view):
                 await self.checker.move(view)
                 continue
-            await self.bot_move(view, view.ply, wait)
+            await self.bot_move(view, view.state.ply, wait)
 
     async def bot_move(self, view: GameView, ply: int, wait: float) -> None:
         """Wait until the game is past ``ply`` (or over)."""
-        await self.hub.until(lambda: view.over or view.ply > ply, wait,
+        await self.hub.until(lambda: view.over or view.state.ply > ply, wait,
                              f"the bot's move at ply {ply}")
 
     def outcome(self, view: GameView) -> str:
@@ -202,15 +201,15 @@ class Check:
         if result.reason == "normal":
             return f"{'won' if result.winner == seat else 'lost'} {ended(view)}"
         if result.reason == "abort":
-            raise Failed(f"the game was aborted at ply {view.ply}")
+            raise Failed(f"the game was aborted at ply {view.state.ply}")
         how = {"resign": "resigned", "timeout": "lost on time",
                "abandon": "left the game and lost it by abandonment"}[result.reason]
         if result.winner == seat:
-            raise Failed(f"botcheck's own side {how} at ply {view.ply} (a busy machine?): "
+            raise Failed(f"botcheck's own side {how} at ply {view.state.ply} (a busy machine?): "
                          "the scenario could not be played to its end")
         hint = (" (a bot resigns when its move fails or is illegal: see its log)"
                 if result.reason == "resign" else "")
-        raise Failed(f"the bot {how} at ply {view.ply}{hint}")
+        raise Failed(f"the bot {how} at ply {view.state.ply}{hint}")
 
     # -- what the server saw ---------------------------------------------------------------------
     def errors(self) -> Counter[str]:
@@ -245,7 +244,7 @@ class Check:
             await self.bot_moves(view, until=functools.partial(self.checker.my_turn, view))
             if view.over:
                 continue
-            ack = await self.checker.call(p.Move, game_id=view.game_id, ply=view.ply,
+            ack = await self.checker.call(p.Move, game_id=view.game_id, ply=view.state.ply,
                                           move=self.checker.choose(view))
             self.server.freeze()
             assert isinstance(ack, p.MoveAck)
@@ -270,7 +269,7 @@ class Check:
                              "scenario needs Linux")
             if unread >= UNREAD_MOVE_BYTES:
                 return unread
-            if view.ply > ply or view.over:
+            if view.state.ply > ply or view.over:
                 self.server.thaw()
                 return None
             if time.monotonic() - frozen > wait:
@@ -279,7 +278,7 @@ class Check:
             if time.monotonic() - looked > FREEZE_LOOK_S:
                 self.server.thaw()
                 await asyncio.sleep(0.05)
-                if view.ply > ply or view.over:
+                if view.state.ply > ply or view.over:
                     return None
                 self.server.freeze()
                 looked = time.monotonic()
@@ -353,12 +352,13 @@ async def rematch(check: Check) -> str:
 async def illegal(check: Check) -> str:
     before = check.errors()
     view = await check.start(check.claims[0].spec, check.clock, bot_seat=1)
-    await check.bot_moves(view, until=lambda: view.ply >= 2 and check.checker.my_turn(view))
+    await check.bot_moves(view, until=lambda: view.state.ply >= 2 and check.checker.my_turn(view))
     if view.over:
         raise Failed(f"the game ended {ended(view)}, before botcheck's illegal moves")
-    occupied = [m.move for m in view.moves if _illegal(view.state, m.move)]
+    legal = {str(move) for move in view.state.legal_moves()}
+    occupied = [m.move for m in view.moves if m.move not in legal]  # played: taken now
     tries = [("malformed", "not-a-move"), *(("against the rules", m) for m in occupied[:1])]
-    refusals = [await _refused(check.checker, view, what, view.ply, move)
+    refusals = [await _refused(check.checker, view, what, view.state.ply, move)
                 for what, move in tries]
     ack = await check.checker.move(view)
     # the bot's turn (not_your_turn), or past it if the bot was quicker (stale_ply)
@@ -368,14 +368,6 @@ async def illegal(check: Check) -> str:
     check.refused_since(before)
     return (f"botcheck's {len(refusals)} illegal moves refused ({', '.join(refusals)}); the bot "
             f"played on and {outcome}")
-
-
-def _illegal(state: engine.State, move: str) -> bool:
-    try:
-        state.play(move)
-    except engine.IllegalMove:
-        return True
-    return False
 
 
 async def _refused(side: Side, view: GameView, what: str, ply: int, move: str) -> str:
@@ -447,7 +439,7 @@ async def not_in(check: Check) -> str:
 async def slow(check: Check) -> str:
     before = check.errors()
     view, unread = await check.freeze_on_bot_move(p.Unlimited())
-    ply = view.ply
+    ply = view.state.ply
     await asyncio.sleep(STALL_S)
     check.server.thaw()
     thawed = time.monotonic()
@@ -464,10 +456,10 @@ async def slow(check: Check) -> str:
 
 async def restart(check: Check) -> str:
     view = await check.start(check.claims[0].spec, check.clock, bot_seat=0)
-    await check.bot_moves(view, until=lambda: view.ply >= 2)
+    await check.bot_moves(view, until=lambda: view.state.ply >= 2)
     if view.over:
         raise Failed(f"the game ended {ended(view)}, before the restart")
-    ply, before = view.ply, len(view.moves_by(0))
+    ply, before = view.state.ply, len(view.moves_by(0))
     await check.restart(crash=False)
     back = await check.back("after the server restarted (SIGTERM, then started again)")
     await check.bot_moves(view)
@@ -480,7 +472,7 @@ async def restart(check: Check) -> str:
 
 async def cut(check: Check) -> str:
     view, unread = await check.freeze_on_bot_move(check.clock)
-    ply = view.ply
+    ply = view.state.ply
     await check.restart(crash=True)
     back = await check.back("after its connection was cut (the server killed, then started "
                             "again)")

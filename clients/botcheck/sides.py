@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ class GameView:
     """One game as a side was told it: the position, its moves (with when each was seen),
     who left it, and how it ended."""
 
+    game_id: str
     snapshot: p.Snapshot  # as it started (or as a resume found it)
     state: engine.State
     seq: int
@@ -47,17 +49,10 @@ class GameView:
 
     @classmethod
     def of(cls, snapshot: p.Snapshot) -> GameView:
-        view = cls(snapshot, engine.new_game(snapshot.game, **snapshot.options), 0)
+        view = cls(snapshot.game_id, snapshot,
+                   engine.new_game(snapshot.game, **snapshot.options), 0)
         view.refresh(snapshot)
         return view
-
-    @property
-    def game_id(self) -> str:
-        return self.snapshot.game_id
-
-    @property
-    def ply(self) -> int:
-        return self.state.ply
 
     @property
     def over(self) -> bool:
@@ -257,10 +252,10 @@ class Side:
 
     async def move(self, view: GameView) -> p.MoveAck:
         """Play a move (:meth:`choose`) at the game's ply; the ack, once the view has it."""
-        ack = await self.call(p.Move, game_id=view.game_id, ply=view.ply,
+        ack = await self.call(p.Move, game_id=view.game_id, ply=view.state.ply,
                               move=self.choose(view))
         assert isinstance(ack, p.MoveAck)
-        await self.hub.until(lambda: view.over or view.ply > ack.ply, CONNECT_TIMEOUT_S,
+        await self.hub.until(lambda: view.over or view.state.ply > ack.ply, CONNECT_TIMEOUT_S,
                              f"{self.name}'s own move at ply {ack.ply}")
         return ack
 
@@ -282,18 +277,26 @@ class Side:
                                   color=color)
         assert isinstance(created, p.ChallengeCreated)
         cid = created.challenge_id
-        try:
-            await self.hub.until(lambda: cid in self.challenges, timeout,
-                                 f"{to}'s answer to a challenge")
-        except Failed:
-            if self.hub.alive() is not None:
-                raise
-            await self.call(p.CancelChallenge, challenge_id=cid)
+        if not await self._answered(lambda: cid in self.challenges, timeout, functools.partial(
+                self.call, p.CancelChallenge, challenge_id=cid)):
             return Answer("unanswered", None, None, timeout)
         ended = self.challenges[cid]
         new = [g for g in self.games if g not in known]
         return Answer(ended.reason, ended.message, new[0] if ended.reason == "accepted" and new
                       else None, time.monotonic() - started)
+
+    async def _answered(self, came: Callable[[], bool], timeout: float,
+                        withdraw: Callable[[], Awaitable[p.ServerMessage]]) -> bool:
+        """Whether the answer came (``came()``) within ``timeout``; if not, the offer is
+        withdrawn (``withdraw()``). Failed if the bot's process ends meanwhile."""
+        try:
+            await self.hub.until(came, timeout, "an answer")
+        except Failed:
+            if self.hub.alive() is not None:
+                raise
+            await withdraw()
+            return False
+        return True
 
     async def accept_seek(self, seek_id: int) -> GameView:
         """Take an open seek: the game it became."""
@@ -308,13 +311,9 @@ class Side:
         within ``timeout``; the offer is then withdrawn)."""
         started = time.monotonic()
         await self.call(p.OfferRematch, game_id=game_id)
-        try:
-            await self.hub.until(lambda: game_id in self.rematches, timeout,
-                                 "an answer to the rematch offer")
-        except Failed:
-            if self.hub.alive() is not None:
-                raise
-            await self.call(p.DeclineRematch, game_id=game_id)
+        if not await self._answered(lambda: game_id in self.rematches, timeout,
+                                    functools.partial(self.call, p.DeclineRematch,
+                                                      game_id=game_id)):
             return Answer("unanswered", None, None, timeout)
         ended = self.rematches[game_id]
         return Answer(ended.reason, ended.message, ended.new_game_id,
