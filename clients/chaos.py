@@ -297,33 +297,19 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
             return sorted({gid for (_, gid), t in zip(players, tasks, strict=True)
                            if not t.done()})
 
-        # Who owns each game, read again and again beside the play: a read is a command's
-        # process (most of a second on a busy machine), too slow to make before a kill,
-        # and after one the survivors take the dead node's games within moments.
-        owners: dict[str, str | None] = {}
-        owners_read_at = [0.0]  # when the latest reading started
-
-        async def read_owners() -> None:
-            while True:
-                started = time.monotonic()
-                try:
-                    fresh = await cluster.lease_owners(live_games())
-                except (RuntimeError, ValueError) as exc:  # say so, and read again
-                    print(f"chaos: reading the games' owners: {exc}", file=sys.stderr)
-                    await asyncio.sleep(0.5)
-                    continue
-                owners.clear()
-                owners.update(fresh)
-                owners_read_at[0] = started
-
-        reader = asyncio.create_task(read_owners())
+        reading: asyncio.Task[dict[str, str | None]] | None = None
         try:
             while done_kills < kills and not all(t.done() for t in tasks):
                 last = [(k, g) for k, g in orphaned if k == orphaned[-1][0]] if orphaned else []
                 while (last and time.monotonic() < last[0][0] + 30
                        and not all(recovered(k, g) for k, g in last)):
                     await asyncio.sleep(0.01)
-                settled = time.monotonic()  # the owners read from now on are the kill's
+                # who owns each game, read while the play goes on to the kill: a read is
+                # a command's process (most of a second on a busy machine), too slow to
+                # make just before a kill, and after one the survivors take the dead
+                # node's games within moments
+                if reading is None:
+                    reading = asyncio.create_task(cluster.lease_owners(live_games()))
                 # as many acknowledged moves at most as games in progress: a kill and a
                 # restart take seconds here, and the kills must land before the games end
                 playing = sum(not t.done() for t in tasks) // 2 or 1
@@ -342,8 +328,7 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                 victim = rng.choice(up)
                 if victim in restarts:
                     restarts.pop(victim).result()  # it started again (or raise why not)
-                while owners_read_at[0] < settled and not all(t.done() for t in tasks):
-                    await asyncio.sleep(0.005)
+                owners, reading = await reading, None
                 killed_at = time.monotonic()
                 cluster.nodes[victim].kill()
                 orphaned += [(killed_at, g) for g, owner in owners.items()
@@ -353,9 +338,11 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                 restarts[victim] = asyncio.create_task(restart(victim))
             await asyncio.wait_for(asyncio.gather(*tasks, *restarts.values()), timeout=600)
         finally:
-            reader.cancel()
             for task in tasks:
                 task.cancel()
+            if reading is not None:
+                reading.cancel()
+                await asyncio.gather(reading, return_exceptions=True)
         for killed_at, game_id in orphaned:
             after = [t for (g, _), t in ledger.times.items() if g == game_id and t > killed_at]
             if after:
