@@ -577,8 +577,9 @@ def run_games_bench(games: int, seconds: float, seed: int, procs: int, think_ms:
 
     def window(edge: signal.Signals) -> None:
         cpu.append(server.cpu_s())
-        if schema is not None:
-            backends.append(asyncio.run(schema.backend_cpu_by_pid(listed)))
+        if schema is not None:  # the backends found later count from 0 at the close
+            backends.append(asyncio.run(schema.backend_cpu_by_pid(
+                listed, look_again=edge == signal.SIGUSR2)))
         if stages is not None:
             server.popen.send_signal(edge)
 
@@ -653,8 +654,9 @@ async def run_cluster_games_bench(nodes: int, games: int, seconds: float, seed: 
             listed.extend(asyncio.run_coroutine_threadsafe(
                 cluster.schema.backend_pids(), loop).result(60))
 
-        def reading() -> None:
-            pg = asyncio.run_coroutine_threadsafe(cluster.postgres_cpu_by_pid(listed), loop)
+        def reading() -> None:  # the backends found at the close count from 0
+            pg = asyncio.run_coroutine_threadsafe(cluster.postgres_cpu_by_pid(
+                listed, look_again=bool(readings)), loop)
             redis = asyncio.run_coroutine_threadsafe(cluster.redis_cpu_s(), loop)
             crossed = sum(_counter(node.port, "tessera_cluster_forwarded_moves_total")
                           for node in cluster.nodes)

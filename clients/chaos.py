@@ -293,12 +293,23 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
             return all(t.done() for t in by_game[game_id]) or any(
                 g == game_id and t > killed_at for (g, _), t in ledger.times.items())
 
+        def live_games() -> list[str]:
+            return sorted({gid for (_, gid), t in zip(players, tasks, strict=True)
+                           if not t.done()})
+
+        reading: asyncio.Task[dict[str, str | None]] | None = None
         try:
             while done_kills < kills and not all(t.done() for t in tasks):
                 last = [(k, g) for k, g in orphaned if k == orphaned[-1][0]] if orphaned else []
                 while (last and time.monotonic() < last[0][0] + 30
                        and not all(recovered(k, g) for k, g in last)):
                     await asyncio.sleep(0.01)
+                # who owns each game, read while the play goes on to the kill: a read is
+                # a command's process (most of a second on a busy machine), too slow to
+                # make just before a kill, and after one the survivors take the dead
+                # node's games within moments
+                if reading is None:
+                    reading = asyncio.create_task(cluster.lease_owners(live_games()))
                 # as many acknowledged moves at most as games in progress: a kill and a
                 # restart take seconds here, and the kills must land before the games end
                 playing = sum(not t.done() for t in tasks) // 2 or 1
@@ -308,8 +319,7 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                 await asyncio.sleep(rng.random() * 0.02)
                 if all(t.done() for t in tasks):
                     break
-                live = sorted({gid for (_, gid), t in zip(players, tasks, strict=True)
-                               if not t.done()})
+                live = live_games()
                 up = [i for i in range(nodes) if i not in restarts or restarts[i].done()]
                 if len(up) < 2:  # leave a node up: wait for a restart
                     await asyncio.wait([restarts[i] for i in range(nodes) if i not in up],
@@ -318,11 +328,11 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
                 victim = rng.choice(up)
                 if victim in restarts:
                     restarts.pop(victim).result()  # it started again (or raise why not)
-                owners = await cluster.lease_owners(live)
+                owners, reading = await reading, None
                 killed_at = time.monotonic()
                 cluster.nodes[victim].kill()
                 orphaned += [(killed_at, g) for g, owner in owners.items()
-                             if owner == f"n{victim}"]
+                             if owner == f"n{victim}" and g in live]
                 interrupted.update(live)
                 done_kills += 1
                 restarts[victim] = asyncio.create_task(restart(victim))
@@ -330,6 +340,9 @@ async def run_cluster_chaos(games: int, kills: int, nodes: int, seed: int, think
         finally:
             for task in tasks:
                 task.cancel()
+            if reading is not None:
+                reading.cancel()
+                await asyncio.gather(reading, return_exceptions=True)
         for killed_at, game_id in orphaned:
             after = [t for (g, _), t in ledger.times.items() if g == game_id and t > killed_at]
             if after:

@@ -33,6 +33,7 @@ CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
     "chaos": ("clients.chaos", "crash test: kill the server during live games"),
     "siege": ("clients.siege.cli", "hostile traffic against a server, with canaries"),
     "ladder": ("clients.ladder", "the bot ladder's standings: tessera ladder standings GAME"),
+    "botcheck": ("clients.botcheck.cli", "check a bot in scripted scenarios on a private server"),
 }
 
 USAGE = """usage: tessera COMMAND [ARGS]    (tessera COMMAND --help for one command)

@@ -1,8 +1,10 @@
 """A Tessera server as a child process, for tools and tests that need their own.
 
-The arena, the crash test and the client tests start ``python -m server serve`` this way
-(never by importing ``server``): on a fixed free port, so clients can reconnect to the
-same address after a restart, with a SQLite file of their choosing.
+The arena, the crash test, botcheck and the client tests start ``python -m server serve``
+this way (never by importing ``server``): on a fixed free port, so clients can reconnect to
+the same address after a restart, with a SQLite file of their choosing. Besides starting and
+stopping it, a tool can freeze it (SIGSTOP: a stalled server, whose sockets still take what
+clients send), see what clients sent that it has not read, and read its ``/metrics``.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+import urllib.request
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from .stored import sqlite_file_url
 
 START_TIMEOUT_S = 60.0
+PROC_NET_TCP = Path("/proc/net/tcp")  # Linux: IPv4 sockets, with their queues
+TCP_ESTABLISHED = "01"
 
 
 def free_port() -> int:
@@ -30,7 +35,8 @@ def free_port() -> int:
 
 
 class LocalServer:
-    """``python -m server serve`` in ``directory``: start, stop (SIGTERM), kill (SIGKILL).
+    """``python -m server serve`` in ``directory``: start, stop (SIGTERM), kill (SIGKILL),
+    freeze (SIGSTOP) and thaw (SIGCONT).
 
     ``extra_args`` go to ``serve`` (e.g. ``["--grace", "1"]``). The log of every start is
     appended to ``directory/server.log``.
@@ -47,6 +53,7 @@ class LocalServer:
         self.log = directory / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.frozen = False
 
     @property
     def url(self) -> str:
@@ -81,6 +88,8 @@ class LocalServer:
             return None
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
+            if self.frozen:  # a stopped process handles its SIGTERM once it runs again
+                proc.send_signal(signal.SIGCONT)
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -94,6 +103,52 @@ class LocalServer:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
+        self.frozen = False
+
+    def freeze(self) -> None:
+        """SIGSTOP: the server stalls (as on a swapped-out or overloaded host); its sockets
+        still take what clients send, unread, and nothing is answered until :meth:`thaw`."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGSTOP)
+            self.frozen = True
+
+    def thaw(self) -> None:
+        """SIGCONT: a frozen server runs on, reading what came meanwhile."""
+        if self.proc is not None and self.frozen:
+            self.proc.send_signal(signal.SIGCONT)
+        self.frozen = False
+
+    def unread_bytes(self, except_ports: Collection[int] = ()) -> int | None:
+        """Bytes that clients sent and the server has not read yet: the receive queues of its
+        connections, from the kernel's table (``/proc/net/tcp``), leaving out connections
+        from the client ports ``except_ports``. None where the kernel shows no such table.
+        While the server is frozen, this is what the other clients sent meanwhile."""
+        try:
+            lines = PROC_NET_TCP.read_text().splitlines()[1:]
+        except OSError:
+            return None
+        unread = 0
+        for line in lines:
+            fields = line.split()
+            local, remote, state, queues = fields[1], fields[2], fields[3], fields[4]
+            if (state == TCP_ESTABLISHED and int(local.split(":")[1], 16) == self.port
+                    and int(remote.split(":")[1], 16) not in except_ports):
+                unread += int(queues.split(":")[1], 16)
+        return unread
+
+    def metric(self, name: str) -> dict[str, float]:
+        """The samples of counter or gauge ``name`` on ``/metrics``, by their labels as
+        written there (``'code="forbidden"'``; ``''`` for a sample without labels)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",
+                                    timeout=30) as reply:
+            text = reply.read().decode()
+        samples: dict[str, float] = {}
+        for line in text.splitlines():
+            sample, _, value = line.rpartition(" ")
+            metric, _, labels = sample.partition("{")
+            if metric == name:
+                samples[labels.rstrip("}")] = float(value)
+        return samples
 
     def log_tail(self, chars: int = 3000) -> str:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""

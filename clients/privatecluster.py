@@ -86,12 +86,18 @@ class PrivateSchema:
                                                     "--db", self.admin_url))
         return pids
 
-    async def backend_cpu_by_pid(self, listed: Collection[int] = ()) -> dict[int, float]:
+    async def backend_cpu_by_pid(self, listed: Collection[int] = (), *,
+                                 look_again: bool = True) -> dict[int, float]:
         """CPU seconds so far of each PostgreSQL backend serving the role: first, at once,
         those ``listed`` earlier by ``backend_pids`` that still run (so that a reading at a
-        measured window's edge is taken at the edge, not a listing later), then those
-        serving it now that were not listed."""
+        measured window's edge is taken at the edge, not a listing later), then, with
+        ``look_again``, those serving it now that were not listed. A window opens with
+        ``look_again=False``: a backend found only by a listing that ends late, after the
+        window's work, would read as having done none of it; one not listed at all counts
+        from 0 at the window's close (``backends_cpu_s``)."""
         found = {pid: cpu for pid in listed if (cpu := _running_cpu_s(pid)) is not None}
+        if not look_again:
+            return found
         for pid in await self.backend_pids():
             if pid not in found and (cpu := _running_cpu_s(pid)) is not None:
                 found[pid] = cpu
@@ -166,10 +172,11 @@ class PrivateCluster:
     def private_redis(self) -> bool:
         return self._redis_proc is not None
 
-    async def postgres_cpu_by_pid(self, listed: Collection[int] = ()) -> dict[int, float]:
-        """CPU seconds so far of each PostgreSQL backend serving this cluster (``listed``:
-        as :meth:`PrivateSchema.backend_cpu_by_pid` takes it)."""
-        return await self.schema.backend_cpu_by_pid(listed)
+    async def postgres_cpu_by_pid(self, listed: Collection[int] = (), *,
+                                  look_again: bool = True) -> dict[int, float]:
+        """CPU seconds so far of each PostgreSQL backend serving this cluster (``listed``,
+        ``look_again``: as :meth:`PrivateSchema.backend_cpu_by_pid` takes them)."""
+        return await self.schema.backend_cpu_by_pid(listed, look_again=look_again)
 
     # -- setup ---------------------------------------------------------------------------
     def _start_redis(self) -> None:

@@ -101,6 +101,7 @@ __all__ = [
     "ChallengeCreated",
     "ChallengeEnded",
     "ChallengeReceived",
+    "ChangePassword",
     "Chat",
     "ChatMessage",
     "CheckMove",
@@ -108,6 +109,7 @@ __all__ = [
     "ClientMessage",
     "DeclineChallenge",
     "DeclineRematch",
+    "DeleteAccount",
     "ErrorReply",
     "Event",
     "GameEvent",
@@ -271,6 +273,37 @@ class Logout(Message):
     REPLIES = ("ok",)
     MOVES_TO = Phase.GREETED
     id: RequestId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChangePassword(Message):
+    """Replace your password, giving the one you have (checked as a login checks it):
+    every other login of the account ends at once, this connection's stays. Registered
+    players only (``forbidden`` for guests and bots)."""
+
+    TAG = "change_password"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    id: RequestId
+    old_password: Password
+    """Your password now: a wrong one counts toward the lock of your account from your
+    address, as a login's does."""
+    new_password: NewPassword
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAccount(Message):
+    """Delete your account, giving your password (checked as a login checks it); refused
+    while you play a game. Every login of the account ends (this connection goes back to
+    greeted); its games stay, under an anonymous name; its name is free again after a
+    while. Registered players only (``forbidden`` for guests and bots)."""
+
+    TAG = "delete_account"
+    PHASES = AUTHENTICATED
+    REPLIES = ("ok",)
+    MOVES_TO = Phase.GREETED
+    id: RequestId
+    password: Password
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -701,6 +734,8 @@ ClientMessage = (
     | Guest
     | AuthToken
     | Logout
+    | ChangePassword
+    | DeleteAccount
     | LobbySubscribe
     | LobbyPage
     | LobbyUnsubscribe

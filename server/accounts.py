@@ -11,6 +11,11 @@ Per client address, logins and registrations (each costs a hash) and new guests 
 rationed by token buckets (settings ``address_*``); wrong passwords lock an (account,
 address) pair for a while (:mod:`server.lockout`). Guests are written in batches off the
 move path and swept when they never played (:mod:`server.guests`).
+
+A password change and an account's deletion check the password as a login does (the same
+budget, lock and queue: no side door for guessing) and end the account's other logins:
+they return the digests of the tokens revoked, which the caller announces
+(``seam.Revocations``) so that their connections close at once, on every node.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import secrets
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from argon2 import PasswordHasher
@@ -35,7 +41,7 @@ from protocol import ErrorCode, ProtocolError
 
 from .lockout import KnownPairs, LockoutStore
 from .ratelimit import AccountLimits, address_key
-from .storage import NameTaken, Store, User
+from .storage import NameTaken, StillPlaying, Store, User, token_digest
 
 if TYPE_CHECKING:
     from .guests import GuestMaker
@@ -217,13 +223,16 @@ class Accounts:
 
     def __init__(self, store: Store, passwords: Passwords, guests: GuestMaker,
                  lockout: LockoutStore, address_logins: AccountLimits | None = None,
-                 address_guests: AccountLimits | None = None) -> None:
+                 address_guests: AccountLimits | None = None,
+                 name_hold: timedelta = timedelta(days=30)) -> None:
         """``address_logins``, ``address_guests``: the per-address budgets (None: none),
-        one process's or a cluster's (``seam.Topology``), as ``lockout`` is."""
+        one process's or a cluster's (``seam.Topology``), as ``lockout`` is;
+        ``name_hold``: how long a deleted account's name stays held."""
         self.store = store
         self.passwords = passwords
         self.guests = guests
         self.lockout = lockout
+        self.name_hold = name_hold
         self.known = KnownPairs()  # pairs that logged in: first in the hash queue's reserve
         self.address_logins = address_logins
         self.address_guests = address_guests
@@ -245,17 +254,30 @@ class Accounts:
                                 exc.retry_after_s) from None
         try:
             user = await self.store.create_user(name, "human", password_hash=password_hash)
-        except NameTaken:
-            raise ProtocolError(f"the name {name!r} is taken", code=ErrorCode.NAME_TAKEN) from None
+        except NameTaken as exc:
+            raise ProtocolError(str(exc), code=ErrorCode.NAME_TAKEN) from None
         self.known.add((user.id, address_key(address)))
         return user, await self.new_session(user)
 
     async def login(self, name: str, password: str, address: str = "?") -> tuple[User, str]:
-        """Check a password. A lock of this (account, address) pair refuses the attempt
-        before any hash, without counting it; a wrong password counts once its hash has
-        said so (``Lockout.failed`` decides, after the fact, whether it still counts)."""
+        """Check a password (``_check``) and open a session; a hash made with other
+        parameters is made again."""
         await self._take_login(address)
         user = await self.store.get_user_by_name(name)
+        await self._check(user, password, address)
+        assert user is not None and user.password_hash
+        if self.passwords.needs_rehash(user.password_hash) and self.passwords.has_room():
+            with contextlib.suppress(HashQueueFull):  # else it waits for the next login
+                await self.store.set_password_hash(user.id, await self.passwords.hash(password))
+        return user, await self.new_session(user)
+
+    async def _check(self, user: User | None, password: str, address: str,
+                     wrong: str = "wrong username or password") -> None:
+        """``invalid_credentials`` (saying ``wrong``) unless ``password`` is ``user``'s
+        (None: no such account). A lock of this (account, address) pair refuses the
+        attempt before any hash, without counting it (``locked_out``); a wrong password
+        counts once its hash has said so (``Lockout.failed`` decides, after the fact,
+        whether it still counts)."""
         key = (user.id, address_key(address)) if user is not None else None
         if key is not None and (wait := await self.lockout.locked_for(key)):
             raise _locked_out(wait)
@@ -271,15 +293,43 @@ class Accounts:
                 counted, wait = await self.lockout.failed(key)
                 if not counted:  # another attempt's failure locked the pair meanwhile
                     raise _locked_out(wait)
-            raise ProtocolError("wrong username or password",
-                                code=ErrorCode.INVALID_CREDENTIALS)
+            raise ProtocolError(wrong, code=ErrorCode.INVALID_CREDENTIALS)
         if key is not None:
             await self.lockout.succeeded(key)
             self.known.add(key)
-        if self.passwords.needs_rehash(user.password_hash) and self.passwords.has_room():
-            with contextlib.suppress(HashQueueFull):  # else it waits for the next login
-                await self.store.set_password_hash(user.id, await self.passwords.hash(password))
-        return user, await self.new_session(user)
+
+    async def check_password(self, user_id: int, password: str, address: str = "?") -> User:
+        """The account, if ``password`` is its own, checked exactly as a login's: the
+        address's budget, the pair's lock (a wrong password counts toward it), the hash
+        queue. For the requests that change an account."""
+        await self._take_login(address)
+        user = await self.store.get_user(user_id)
+        await self._check(user, password, address, "wrong password")
+        assert user is not None
+        return user
+
+    async def change_password(self, user: User, new_password: str, keep_token: str
+                              ) -> list[str]:
+        """Store a new password (hashed on the pool, ``rate_limited`` when it is full)
+        and revoke every token of the account but ``keep_token``: their digests."""
+        try:
+            password_hash = await self.passwords.hash(new_password)
+        except HashQueueFull as exc:
+            raise _rate_limited("the server is busy checking passwords",
+                                exc.retry_after_s) from None
+        return await self.store.replace_password(user.id, password_hash,
+                                                 keep=token_digest(keep_token))
+
+    async def delete(self, user: User) -> list[str]:
+        """Delete the account (``Store.delete_account``): ``conflict`` while it plays a
+        game; the digests of its tokens, all revoked."""
+        try:
+            _, revoked = await self.store.delete_account(user.id, hold_for=self.name_hold)
+        except StillPlaying as exc:
+            raise ProtocolError(f"you are playing game {exc.game_id}: finish it (or resign) "
+                                "before deleting your account", code=ErrorCode.CONFLICT,
+                                game_id=exc.game_id) from None
+        return revoked
 
     async def guest(self, address: str = "?") -> tuple[User, str]:
         """A new guest account and its session token, unless the address made its share."""

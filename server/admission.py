@@ -37,6 +37,7 @@ from websockets.http11 import Response
 
 from . import wsio
 from .config import Settings
+from .proxies import TrustedProxies
 from .ratelimit import address_key
 
 log = logging.getLogger(__name__)
@@ -134,11 +135,12 @@ class Admission:
     """Open websockets by address and in all; admits or refuses each upgrade."""
 
     __slots__ = ("admitted", "by_address", "fd_reserve", "files", "handshakes", "peak",
-                 "per_address", "refused", "total", "total_cap")
+                 "per_address", "proxies", "refused", "total", "total_cap")
 
     def __init__(self, settings: Settings, files: int | None,
                  evicted: Callable[[], None] = lambda: None) -> None:
         self.per_address = settings.max_connections_per_address
+        self.proxies = TrustedProxies(settings.trusted_proxies or ())
         self.total_cap = total_cap(settings, files)
         self.by_address: dict[str, int] = {}  # only addresses with a connection open
         self.admitted: dict[ServerConnection, str] = {}  # counted now, with their address
@@ -158,7 +160,7 @@ class Admission:
 
     def admit(self, connection: ServerConnection) -> Response | None:
         """None (and the connection counted) if it may open; else the refusal to send."""
-        address = peer_address(connection)
+        address = address_key(self.client(connection))
         held = self.by_address.get(address, 0)
         if held >= self.per_address:
             self.refused["address"] += 1
@@ -177,6 +179,15 @@ class Admission:
         else:
             self.admitted[connection] = address
         return None
+
+    def client(self, connection: ServerConnection) -> str:
+        """The client's address: the peer's (or the one its PROXY protocol header named), or
+        behind a trusted proxy the one it forwards (:mod:`server.proxies`); "?" if the
+        peer is gone already."""
+        remote = connection.remote_address
+        peer = getattr(connection, "proxied", None) or (str(remote[0]) if remote else "?")
+        request = connection.request
+        return self.proxies.client(peer, request.headers if request is not None else None)
 
     def accepted(self, connection: ServerConnection) -> None:
         """A socket was accepted (``wsio.reporting_connection``): it waits for its request."""
@@ -219,13 +230,6 @@ class Admission:
             del self.by_address[address]
 
 
-def peer_address(connection: ServerConnection) -> str:
-    """The peer's address as limits count it (:func:`server.ratelimit.address_key`: an
-    IPv6 address by its /64)."""
-    remote = connection.remote_address
-    return address_key(str(remote[0])) if remote else "?"
-
-
 def _refusal(connection: ServerConnection, status: HTTPStatus, text: str) -> Response:
     response = connection.respond(status, text)
     response.headers["Retry-After"] = str(RETRY_AFTER_S)
@@ -239,4 +243,4 @@ def describe_caps(admission: Admission, files: int | None) -> dict[str, int | No
             "max_handshakes": admission.handshakes.limit}
 
 
-__all__ = ["Admission", "Handshakes", "open_files_limit", "peer_address", "total_cap"]
+__all__ = ["Admission", "Handshakes", "open_files_limit", "total_cap"]

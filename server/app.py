@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import websockets
@@ -49,6 +49,7 @@ from .session import Forwarded, Session
 from .storage import GameRatings, Storage, open_storage, redact_url
 from .storage.sole import SoleServer, sole_server
 from .tasks import Tasks
+from .tls import ServerTls, schemes, server_tls
 from .wsio import CannotListen, Handling, Outbox, listen_problem
 
 if TYPE_CHECKING:
@@ -79,7 +80,8 @@ class App:
                                    memory_kib=settings.password_hash_memory_kib)
         self.guests = GuestMaker(self.store)
         self.accounts = Accounts(self.store, self.passwords, self.guests, topology.lockout,
-                                 topology.address_logins, topology.address_guests)
+                                 topology.address_logins, topology.address_guests,
+                                 timedelta(days=settings.deleted_name_hold_days))
         self.placement = topology.placement
         self.members = Members(settings.rating_period_s)
         self.games = Games(settings, self.store, storage.writer, metrics, self.tasks.spawn,
@@ -223,12 +225,13 @@ class App:
 
 @dataclass
 class Running:
-    """A started server: its app, the port it listens on, its house bots."""
+    """A started server: its app, the port it listens on, its house bots, its TLS."""
 
     app: App
     ws_server: Server
     port: int
     house: HouseBots
+    tls: ServerTls | None = None
 
 
 @asynccontextmanager
@@ -241,17 +244,19 @@ async def running_server(settings: Settings, topology: Hosted | None = None
     server alone for its lifetime, so that a second one on the same database raises
     :class:`~server.storage.sole.DatabaseInUse` before it restores anything; a cluster's
     nodes share theirs with each other only. An address it cannot listen on raises
-    :class:`CannotListen`."""
+    :class:`CannotListen`; TLS files it cannot serve raise
+    :class:`~server.tls.TlsProblem`, before anything is opened."""
+    tls = server_tls(settings)
     if topology is None:
         topology = LocalTopology(settings)
     async with sole_server(settings.db_url, node=topology.shares_database) as sole, \
-            _running_server(settings, topology, sole) as running:
+            _running_server(settings, topology, sole, tls) as running:
         yield running
 
 
 @asynccontextmanager
-async def _running_server(settings: Settings, topology: Hosted,
-                          sole: SoleServer) -> AsyncIterator[Running]:
+async def _running_server(settings: Settings, topology: Hosted, sole: SoleServer,
+                          tls: ServerTls | None) -> AsyncIterator[Running]:
     metrics = Metrics()
     async with open_storage(settings.db_url,
                             sqlite_synchronous=settings.sqlite_synchronous,  # type: ignore
@@ -273,14 +278,16 @@ async def _running_server(settings: Settings, topology: Hosted,
                     close_timeout=settings.close_timeout,
                     max_queue=16, server_header=None, reuse_port=settings.reuse_port,
                     backlog=settings.accept_batch,
-                    create_connection=wsio.reporting_connection(app.admission.accepted,
-                                                                app.admission.lost))
+                    ssl=tls.listening if tls else None,  # its handshake: open_timeout, 10 s
+                    create_connection=wsio.reporting_connection(
+                        app.admission.accepted, app.admission.lost,
+                        app.admission.proxies.trusts if settings.proxy_protocol else None))
             except OSError as exc:
                 raise CannotListen(listen_problem(settings.host, settings.port, exc)) from None
             async with serving as ws_server:
                 wsio.accept_in_batches(ws_server, settings.listen_backlog)
                 port = next(iter(ws_server.sockets)).getsockname()[1]
-                sole.listening(f"ws://{settings.host}:{port}/ws")
+                sole.listening(f"{schemes(tls)[0]}://{settings.host}:{port}/ws")
                 await topology.start(f"{settings.host}:{port}")
                 house = await start_house_bots(app.store, settings.house_bots, settings.host,
                                                port)
@@ -309,7 +316,7 @@ async def _running_server(settings: Settings, topology: Hosted,
                         app.store, settings.guest_ttl_s, settings.guest_sweep_interval_s,
                         app.connected_user_ids), name="tessera-guest-sweep")
                 try:
-                    yield Running(app, ws_server, port, house)
+                    yield Running(app, ws_server, port, house, tls)
                 finally:
                     await topology.quiesce()
                     app.games.close()
@@ -325,7 +332,8 @@ async def _running_server(settings: Settings, topology: Hosted,
 
 async def run_server(settings: Settings, topology: Hosted | None = None,
                      ready_file: str | None = None) -> None:
-    """Serve until SIGTERM or SIGINT (as a lone server unless ``topology`` says else)."""
+    """Serve until SIGTERM or SIGINT (as a lone server unless ``topology`` says else); with
+    TLS, SIGHUP loads the certificate again for new connections."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -333,13 +341,16 @@ async def run_server(settings: Settings, topology: Hosted | None = None,
     async with running_server(settings, topology) as running:
         collector.tune_gc()
         running.app.tasks.spawn(collector.pace(), name="tessera-gc-pace")
+        if running.tls is not None:
+            loop.add_signal_handler(signal.SIGHUP, running.tls.reload)
         if ready_file:
             with open(ready_file, "w") as f:
                 f.write(f"{running.port}\n")
         who = running.app.topology.description
+        ws, http = schemes(running.tls)
         print(f"tessera: {who + ' ' if who else ''}listening on "
-              f"ws://{settings.host}:{running.port}/ws; the lobby is at "
-              f"http://{settings.host}:{running.port}/", flush=True)
+              f"{ws}://{settings.host}:{running.port}/ws; the lobby is at "
+              f"{http}://{settings.host}:{running.port}/", flush=True)
         await stop.wait()
         log.info("shutting down")
 

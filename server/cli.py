@@ -124,6 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_setting(check, "db_url")
     add_sandbox_commands(db_sub.add_parser(
         "sandbox", help="a PostgreSQL schema and login role of a tool's own (bench, chaos)"))
+    backup = db_sub.add_parser(
+        "backup", help="copy a live SQLite database to PATH while the server plays on, "
+        "and check the copy (docs/OPERATIONS.md)")
+    backup.add_argument("path", metavar="PATH", help="the copy to make (a new file)")
+    add_setting(backup, "db_url")
+    restore = db_sub.add_parser(
+        "restore", help="check the copy at PATH and make it the database (no server may "
+        "run on it; the one replaced is kept aside)")
+    restore.add_argument("path", metavar="PATH", help="a copy made by db backup")
+    add_setting(restore, "db_url")
 
     dump = sub.add_parser("dump", help="print stored match records as JSON lines")
     dump.add_argument("game_ids", nargs="*", help="games to print (default with --all: every one)")
@@ -237,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tessera: {problem}", file=sys.stderr)
             return 2
         from .storage.sole import DatabaseInUse
+        from .tls import TlsProblem
         from .wsio import CannotListen
 
         if args.workers > 1:
@@ -248,7 +259,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"tessera: {exc}", file=sys.stderr)
                 return 1
         setup_logging(args.log_level)
-        settings = config.from_flags(args, db_url=db_url)
+        try:
+            settings = config.from_flags(args, db_url=db_url)
+        except ValueError as exc:  # flags that do not go together: one line, as argparse
+            args.serve_parser.error(str(exc))
         raise_fd_limit()
         try:
             with asyncio.Runner(loop_factory=loop_factory(args.loop)) as runner:
@@ -259,13 +273,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.ready_file))
                 else:
                     runner.run(run_server(settings, ready_file=args.ready_file))
-        except (CannotListen, DatabaseInUse) as exc:  # the operator's to fix: one line
+        except (CannotListen, DatabaseInUse, TlsProblem) as exc:  # the operator's: one line
             print(f"tessera: {exc}", file=sys.stderr)
             return 1
         return 0
     if args.command == "db":
         if args.db_command == "sandbox":
             return asyncio.run(_sandbox(args, db_url))
+        if args.db_command in ("backup", "restore"):
+            from . import backups
+
+            return backups.run(args.db_command, args.path, db_url)
         if args.db_command != "upgrade":
             return asyncio.run(_inspect(args.db_command, db_url))
         from .storage import redact_url, upgrade

@@ -15,6 +15,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, Literal, TypeVar
 
 from .lockout import LOCKOUT_CEILING_S
+from .proxies import trusted_network
 from .storage import default_database_url
 
 T = TypeVar("T")
@@ -74,6 +75,15 @@ def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _network(text: str) -> str:
+    """``--trusted-proxy``: an address or a network, as given."""
+    try:
+        trusted_network(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _seconds_or_none(text: str) -> float | None:
     seconds = _number(text)
     return None if seconds == 0 else seconds
@@ -122,12 +132,27 @@ class Settings:
                         " 0.0.0.0: every interface)")
     port: int = setting(8765, "--port", "port to listen on (default: %(default)s; 0 picks a "
                         "free port)")
+    tls_cert: str | None = setting(
+        None, "--tls-cert", "serve wss:// and https:// with this certificate chain (PEM), "
+        "with --tls-key; SIGHUP reads both again for new connections (docs/OPERATIONS.md)",
+        metavar="FILE")
+    tls_key: str | None = setting(None, "--tls-key", "the private key of --tls-cert (PEM)",
+                                  metavar="FILE")
     db_url: str = setting_from(default_db_url, "--db", "SQLAlchemy URL (default: $TESSERA_DB "
                                "or sqlite in ./data)")
     sqlite_synchronous: str = setting(
         "FULL", "--sqlite-synchronous", "SQLite's synchronous setting: FULL (default), an "
         "acknowledged move survives a power loss; NORMAL, faster, a power loss may lose the "
         "last moves (a crash of the process loses nothing)", choices=("FULL", "NORMAL"))
+    trusted_proxies: list[str] | None = setting(
+        None, "--trusted-proxy", "a reverse proxy's address or network (repeatable): from "
+        "it, the client's address is read from Forwarded / X-Forwarded-For, and every "
+        "per-address limit counts that (docs/OPERATIONS.md)", metavar="CIDR", kind="repeat",
+        parse=_network)
+    proxy_protocol: bool = setting(
+        False, "--proxy-protocol", "every connection comes from a --trusted-proxy TCP "
+        "balancer and begins with a PROXY protocol header (v1 or v2) naming the client "
+        "(HAProxy's send-proxy); others are cut", kind="switch")
     origins: list[str] | None = setting(
         None, "--origin", "also allow browser pages from this Origin (repeatable; pages the "
         "server serves itself need none; clients that send no Origin are always allowed)",
@@ -251,6 +276,10 @@ class Settings:
     guest_sweep_interval_s: float = setting(600.0, "--guest-sweep-every", "how often guests "
                                             "are swept (default: %(default)s)", metavar="S",
                                             group="accounts")
+    deleted_name_hold_days: float = setting(
+        30.0, "--deleted-name-hold-days", "days the name of a deleted account stays held: no "
+        "one may register it meanwhile; 0: free at once (default: %(default)s)",
+        metavar="DAYS", group="accounts")
     # -- limits: what a stranger can make the server hold (docs/RELIABILITY.md)
     hello_timeout_s: float = setting(10.0, "--hello-timeout", "close a connection that has "
                                      "not sent hello within S seconds (default: "
@@ -319,6 +348,9 @@ class Settings:
                                               metavar="N", group="limits")
 
     def __post_init__(self) -> None:
+        if self.proxy_protocol and not self.trusted_proxies:
+            raise ValueError("--proxy-protocol needs --trusted-proxy: the balancers whose "
+                             "headers are believed")
         if self.password_hash_time_cost < 1:
             raise ValueError(f"password_hash_time_cost must be >= 1, not "
                              f"{self.password_hash_time_cost}")

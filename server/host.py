@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import protocol as p
 
     from .accounts import Accounts
+    from .admission import Admission
     from .config import Settings
     from .deadlines import Wheel
     from .games import Games
@@ -53,6 +54,9 @@ class Host(Protocol):
 
     @property
     def accounts(self) -> Accounts: ...
+
+    @property
+    def admission(self) -> Admission: ...
 
     @property
     def placement(self) -> Placement: ...

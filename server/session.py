@@ -85,7 +85,7 @@ class Session:
         self._closer: asyncio.Task[None] | None = None
         self._greeted = False  # said hello: pinged from then on (wsio.keep_alive)
         self.bad_frames = 0
-        self.peer = str(ws.remote_address[0]) if ws.remote_address else "?"
+        self.peer = app.admission.client(ws)  # behind a trusted proxy, the one it names
         self.address = address_key(self.peer)  # what per-address budgets count by
         self.requests = 0  # requests dispatched so far (Handling tells them apart)
         self._reader: asyncio.Task[None] | None = None  # reading on past a slow request

@@ -39,6 +39,8 @@ from websockets.asyncio.connection import Connection
 from websockets.asyncio.server import Server, ServerConnection
 from websockets.protocol import State
 
+from .proxies import BadProxyHeader, proxy_header
+
 WEBSOCKETS_VERSION = "17.4"
 """The websockets release this module was written against (pinned in pyproject.toml)."""
 
@@ -119,13 +121,22 @@ async def until_lost(ws: Connection, timeout_s: float) -> None:
 
 def reporting_connection(accepted: Callable[[ServerConnection], None],
                          lost: Callable[[ServerConnection], None] = lambda _: None,
+                         proxy_from: Callable[[str], bool] | None = None,
                          ) -> type[ServerConnection]:
     """A ``ServerConnection`` class (websockets.serve's ``create_connection``) that calls
     ``accepted`` with each connection as soon as its socket is accepted, before it has sent
     anything, and ``lost`` once its transport is gone, whatever ended it (the handshake
-    failed or timed out, the handler returned, the peer vanished): once each, in order."""
+    failed or timed out, the handler returned, the peer vanished): once each, in order.
+
+    With ``proxy_from`` (``--proxy-protocol``), a connection must come from a peer it
+    accepts and begin with a PROXY protocol header (:func:`server.proxies.proxy_header`),
+    or it is cut before anything else is read; the client the header names is kept in
+    ``proxied``."""
 
     class Reported(ServerConnection):
+        proxied: str | None = None  # the client a PROXY protocol header named
+        _header: bytearray | None = None  # its bytes so far, until it is whole
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             # websockets appends, removes and iterates its drain waiters (none unless
@@ -135,7 +146,32 @@ def reporting_connection(accepted: Callable[[ServerConnection], None],
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
+            if proxy_from is not None:
+                self._header = bytearray()
             accepted(self)
+
+        def data_received(self, data: bytes) -> None:
+            if self._header is None:
+                super().data_received(data)
+                return
+            assert proxy_from is not None
+            self._header += data
+            peer = self.transport.get_extra_info("peername")
+            try:
+                if not proxy_from(str(peer[0]) if peer else "?"):
+                    raise BadProxyHeader("not from a trusted proxy")
+                found = proxy_header(bytes(self._header))
+            except BadProxyHeader:
+                self._header = None
+                self.transport.abort()
+                return
+            if found is None:
+                return
+            client, used = found
+            rest, self._header = bytes(self._header[used:]), None
+            self.proxied = client
+            if rest:
+                super().data_received(rest)
 
         async def handshake(self, *args: Any, **kwargs: Any) -> None:
             await super().handshake(*args, **kwargs)

@@ -1,9 +1,10 @@
 """The whole suite's hooks: what was skipped, and why, in one line; in CI, no service missing.
 
-Tests that need PostgreSQL (``TESSERA_TEST_PG_URL``), Redis (``TESSERA_TEST_REDIS_URL``) or
-Chromium skip themselves with the reason when it is missing, so ``make test`` passes on a
-bare machine; the run then ends with one line that counts the skips per service and says
-why (``skipped 1150: PostgreSQL 1012 (TESSERA_TEST_PG_URL is not set), ...``), or
+Tests that need PostgreSQL (``TESSERA_TEST_PG_URL``), Redis (``TESSERA_TEST_REDIS_URL``),
+Chromium, nginx or HAProxy skip themselves with the reason when it is missing, so
+``make test`` passes on a bare machine; the run then ends with one line that counts the
+skips per service and says why
+(``skipped 1150: PostgreSQL 1012 (TESSERA_TEST_PG_URL is not set), ...``), or
 ``skipped: none``.
 
 In CI (``CI=true`` in the environment, as ``.ci/run`` runs) a test that would be skipped
@@ -30,7 +31,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-SERVICES = ("PostgreSQL", "Redis", "Chromium")
+SERVICES = ("PostgreSQL", "Redis", "Chromium", "nginx", "HAProxy")
 _TALLY = pytest.StashKey["SkipTally"]()
 
 
@@ -43,6 +44,10 @@ def service_of(reason: str) -> str | None:
         return "Redis"
     if "chromium" in text or "playwright" in text or "browser" in text:
         return "Chromium"
+    if "nginx" in text:
+        return "nginx"
+    if "haproxy" in text:
+        return "HAProxy"
     return None
 
 

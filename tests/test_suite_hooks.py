@@ -20,6 +20,10 @@ def test_skip_reasons_name_their_service() -> None:
     assert service_of("Redis at redis://x unreachable: ConnectionError") == "Redis"
     assert service_of("browser tests skipped: no Chromium found (apt-get install chromium, "
                       "or set $TESSERA_CHROMIUM)") == "Chromium"
+    assert service_of("nginx is not installed (apt-get install nginx): no nginx proxy "
+                      "test") == "nginx"
+    assert service_of("haproxy is not installed (apt-get install haproxy): no HAProxy "
+                      "test") == "HAProxy"
     assert service_of("needs a terminal") is None
 
 

@@ -1,4 +1,5 @@
-"""Commands about who you are: ``guest``, ``login``, ``register``, ``logout``."""
+"""Commands about who you are: ``guest``, ``login``, ``register``, ``logout``,
+``password`` (change it) and ``delete-account``."""
 
 from __future__ import annotations
 
@@ -39,10 +40,14 @@ async def register(client: PlayClient, args: str) -> None:
     _check_name(args)
     client.say(f"{PASSWORD_RULE.capitalize()}.")
     secret = await client.password(confirm=True)
+    _check_new_password(secret)
+    await client.login_with(p.Register, username=args, password=secret)
+
+
+def _check_new_password(secret: str) -> None:
     if not MIN_REGISTER_PASSWORD_CHARS <= len(secret) <= MAX_PASSWORD_CHARS:
         raise UsageError(f"That one has {len(secret)} characters ({PASSWORD_RULE}); "
                          "nothing done.")
-    await client.login_with(p.Register, username=args, password=secret)
 
 
 def _check_name(name: str) -> None:
@@ -56,6 +61,51 @@ def _check_name(name: str) -> None:
 @command("logout", "logout", "log out (games go on; your opponent may claim them)")
 async def logout(client: PlayClient, args: str) -> None:
     await client.call(p.Logout)
+    _logged_out(client)
+    client.say("Logged out.")
+
+
+@command("password", "password", "change your password (asks for the one you have, then "
+         "the new one twice); your other logins end at once")
+async def password(client: PlayClient, args: str) -> None:
+    _registered(client)
+    old = await client.term.read("current password: ", password=True)
+    client.say(f"{PASSWORD_RULE.capitalize()}.")
+    new = await client.term.read("new password: ", password=True)
+    _check_new_password(new)
+    if await client.term.read("again: ", password=True) != new:
+        raise UsageError("The passwords differ; nothing done.")
+    await client.call(p.ChangePassword, old_password=old, new_password=new)
+    client.say("Password changed; your other logins have ended.")
+
+
+@command("delete-account", "delete-account", "delete your account for good (asks first, "
+         "then for your password); your games stay, under an anonymous name")
+async def delete_account(client: PlayClient, args: str) -> None:
+    name = _registered(client)
+    client.say(f"Deleting your account cannot be undone: nobody can log in as {name} "
+               "again, your games stay under an anonymous name, and after a while "
+               "someone else may register the name.")
+    if not await client.confirm(f"Delete the account {name}?"):
+        client.say("Not deleted.")
+        return
+    secret = await client.term.read("password: ", password=True)
+    await client.call(p.DeleteAccount, password=secret)
+    _logged_out(client)
+    client.say(f"The account {name} is deleted; you are logged out.")
+
+
+def _registered(client: PlayClient) -> str:
+    """The name logged in as, if it has a password (guests and bots have none)."""
+    if client.user is None:
+        raise UsageError("Log in first: 'login NAME'.")
+    if client.user.kind != "human":
+        raise UsageError(f"A {client.user.kind} has no password: only registered players "
+                         "have one to change, or an account to delete.")
+    return client.user.name
+
+
+def _logged_out(client: PlayClient) -> None:
+    """The server ended the login (and, with it, the lobby's events)."""
     client.user = client.token = None
     client.lobby.subscribed = False
-    client.say("Logged out.")

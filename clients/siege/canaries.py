@@ -279,16 +279,28 @@ class BotCanary(Canary):
         self.finished: Counter[str] = Counter()
         self.declined: Counter[str] = Counter()
         self.rng = random.Random(2)
-        self.playing: tuple[Connection, str] | None = None
+        self.challenge: int | None = None  # sent, not yet ended or become a game
 
     async def stop(self) -> None:
-        """Stop, resigning the game in progress (so the bot is free when told to stop)."""
+        """Stop, leaving the bot free when it is told to stop: the challenge in flight is
+        withdrawn, and every game this player is in is resigned (found by ``list_games``:
+        a challenge the bot accepted as it was withdrawn has a game the loop never saw)."""
         await self.stop_task()
-        if self.playing is not None:
-            conn, game_id = self.playing
+        conn = self.conns[0] if self.conns else None
+        if conn is not None and not conn.closed.is_set():
             with contextlib.suppress(ServerError, *NETWORK_ERRORS):
-                await asyncio.wait_for(conn.call(p.Resign, game_id=game_id), REPLY_TIMEOUT_S)
-            self.playing = None
+                if self.challenge is not None:
+                    with contextlib.suppress(ServerError):
+                        await asyncio.wait_for(conn.call(
+                            p.CancelChallenge, challenge_id=self.challenge), REPLY_TIMEOUT_S)
+                games = await asyncio.wait_for(conn.call(
+                    p.ListGames, player=self.account.name, status="playing"), REPLY_TIMEOUT_S)
+                assert isinstance(games, p.GameList)
+                for game in games.games:
+                    with contextlib.suppress(ServerError):
+                        await asyncio.wait_for(conn.call(p.Resign, game_id=game.game_id),
+                                               REPLY_TIMEOUT_S)
+        self.challenge = None
         await super().stop()
 
     async def run(self) -> None:
@@ -315,18 +327,20 @@ class BotCanary(Canary):
             p.Challenge, to=self.bot, game="hadron", options={"size": 5},
             clock=p.Unlimited(), color=0), REPLY_TIMEOUT_S)
         assert isinstance(created, p.ChallengeCreated)
+        self.challenge = created.challenge_id
         while True:
             event = await conn.next_event(timeout=30)
             if isinstance(event, p.ChallengeEnded) and \
                     event.challenge_id == created.challenge_id:
+                self.challenge = None
                 self.declined[event.reason] += 1
                 await asyncio.sleep(0.5)
                 return
             if isinstance(event, p.GameStarted):
+                self.challenge = None
                 break
         self.samples.add(self.phase.name, (time.monotonic() - t0) * 1000)  # time to a game
         game_id = event.game_id
-        self.playing = conn, game_id
         state = engine.new_game("hadron", size=5)
         while not state.is_over:
             if state.to_move == 0:
@@ -341,5 +355,4 @@ class BotCanary(Canary):
                 state = state.play(event.move)
             elif isinstance(event, p.GameOver) and event.game_id == game_id:
                 break
-        self.playing = None
         self.finished[self.phase.name] += 1

@@ -11,6 +11,7 @@ with a node id of its own (``NODE-1`` ... ``NODE-N``) and listening on the same 
 - SIGTERM (or SIGINT) is passed to every worker, which stops cleanly as a lone server does
   (connections closed with 1001, everything acknowledged stored); a worker that has not
   exited after ``stop_timeout_s`` is killed; then the supervisor exits 0;
+- SIGHUP is passed to every worker (with ``--tls-cert``: each loads the certificate again);
 - with ``--port 0`` it picks the port first, and keeps a socket bound to it (never
   listening, so it is given no connections) so that no other program takes the port
   while a worker restarts;
@@ -122,6 +123,13 @@ class Supervisor:
         """Begin a clean stop (what SIGTERM does)."""
         self._stopping.set()
 
+    def pass_on(self, sig: int) -> None:
+        """Send ``sig`` to every worker running now."""
+        for process in self.processes:
+            if process is not None and process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(sig)
+
     async def run(self, ready: Path | None = None, port: int | None = None) -> int:
         """Run until ``stop()``; write ``port`` to ``ready`` once every worker is ready."""
         keepers = [asyncio.create_task(self._keep(index)) for index in range(len(self.commands))]
@@ -207,6 +215,7 @@ def run_workers(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, supervisor.stop)
+            loop.add_signal_handler(signal.SIGHUP, supervisor.pass_on, signal.SIGHUP)
             print(f"tessera: {args.workers} workers on ws://{args.host}:{port}/ws "
                   f"(supervisor pid {os.getpid()})", flush=True)
             return await supervisor.run(Path(args.ready_file) if args.ready_file else None,

@@ -1,5 +1,5 @@
-"""Handshake and accounts: hello, register, login, guest, auth_token, logout, ping, and
-who may challenge one (set_challenge_policy)."""
+"""Handshake and accounts: hello, register, login, guest, auth_token, logout, ping, who
+may challenge one (set_challenge_policy), change_password and delete_account."""
 
 from __future__ import annotations
 
@@ -70,14 +70,55 @@ async def on_set_challenge_policy(s: Session, m: p.SetChallengePolicy) -> p.Serv
 
 async def on_logout(s: Session, m: p.Logout) -> p.ServerMessage:
     s.token_digest = None  # first: the revocation must not close this connection
+    revoked = []
     if s.token is not None:
         await s.app.accounts.end_session(s.token)
-        # its other connections close at once, wherever they are
-        await s.app.revocations.announce([token_digest(s.token)])
+        revoked.append(token_digest(s.token))
+    await _logged_out(s, revoked)
+    return p.Ok(id=m.id)
+
+
+async def on_change_password(s: Session, m: p.ChangePassword) -> p.ServerMessage:
+    user = await s.app.accounts.check_password(_registered(s, m).id, m.old_password, s.peer)
+    assert s.token is not None
+    revoked = await s.app.accounts.change_password(user, m.new_password, keep_token=s.token)
+    # the account's other connections close at once, wherever they are; this one stays
+    await s.app.revocations.announce(revoked)
+    return p.Ok(id=m.id)
+
+
+async def on_delete_account(s: Session, m: p.DeleteAccount) -> p.ServerMessage:
+    user = await s.app.accounts.check_password(_registered(s, m).id, m.password, s.peer)
+    digest, s.token_digest = s.token_digest, None  # the revocation must not close this one
+    try:
+        revoked = await s.app.accounts.delete(user)
+    except BaseException:
+        s.token_digest = digest  # refused (a game in progress): still logged in
+        raise
+    log.info("account deleted", extra={"peer": s.peer, "user": user.name})
+    await _logged_out(s, revoked)
+    return p.Ok(id=m.id)
+
+
+def _registered(s: Session, m: p.ChangePassword | p.DeleteAccount) -> User:
+    """The connection's user, if it has a password: ``forbidden`` for guests and bots."""
+    user = s.user
+    assert user is not None
+    if user.kind != "human":
+        raise p.ProtocolError(f"{m.TAG}: a {user.kind} has no password; only registered "
+                              "players can do this", code=p.ErrorCode.FORBIDDEN)
+    return user
+
+
+async def _logged_out(s: Session, revoked: list[str]) -> None:
+    """The connection's login ends (its ``revoked`` tokens' other connections close at
+    once, wherever they are): it leaves the lobby and its games, as if it had closed, and
+    is greeted again (it must log in again, or watch)."""
+    if revoked:
+        await s.app.revocations.announce(revoked)
     await s.detach()
     s.user = s.member = s.token = None
-    s.arm_auth_deadline()  # logged out: the connection must log in again, or watch
-    return p.Ok(id=m.id)
+    s.arm_auth_deadline()
 
 
 async def on_ping(s: Session, m: p.Ping) -> p.ServerMessage:

@@ -4,8 +4,10 @@ Everything the storage package raises on purpose derives from one root::
 
     StorageError
     ├── Conflict            a write broke a uniqueness or reference rule; nothing was stored
-    │   ├── NameTaken       create_user: the name (compared case-insensitively) is in use
-    │   └── GameNotPlaying  finishing a game that is unknown or already over
+    │   ├── NameTaken       create_user: the name (compared case-insensitively) is in use,
+    │   │                   held (a deleted account's, for a while) or kept for deleted ones
+    │   ├── GameNotPlaying  finishing a game that is unknown or already over
+    │   └── StillPlaying    delete_account: the account has a game in progress
     ├── InvalidCursor       list_games: the cursor was not produced by list_games (ValueError)
     ├── StaleEpoch          a fenced write carried an epoch the game no longer has (another
     │                       node of a cluster took the game over); nothing was stored
@@ -33,6 +35,14 @@ class NameTaken(Conflict):
 
 class GameNotPlaying(Conflict):
     """The game to finish does not exist or has already ended."""
+
+
+class StillPlaying(Conflict):
+    """The account to delete has a game in progress (``game_id``, its oldest)."""
+
+    def __init__(self, game_id: str) -> None:
+        super().__init__(f"a game in progress: {game_id}")
+        self.game_id = game_id
 
 
 class InvalidCursor(StorageError, ValueError):

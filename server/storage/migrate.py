@@ -62,6 +62,14 @@ def head_revision() -> str:
     return head
 
 
+def known_revisions() -> set[str]:
+    """Every revision the code knows: a database at one of them can be upgraded to head."""
+    from alembic.script import ScriptDirectory
+
+    return {script.revision for script in
+            ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
 @cache
 def files_head() -> str | None:
     """The newest revision, read from the migration files' ``revision`` and

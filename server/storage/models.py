@@ -1,7 +1,9 @@
-"""The database schema: one DeclarativeBase and seven tables.
+"""The database schema: one DeclarativeBase and eight tables.
 
     users         accounts: humans, guests and bots; names unique case-insensitively;
-                  who may challenge each (``challenge_policy``)
+                  who may challenge each (``challenge_policy``); a deleted account keeps
+                  its row under an anonymous name (``deleted_at`` set, no password)
+    held_names    the former names of deleted accounts, kept from registration a while
     api_tokens    login sessions and bot tokens, stored only as sha256 digests
     games         one row per game: who, what, options, clock settings, result, rated
     moves         the move list, the source of truth for positions and clocks
@@ -144,6 +146,20 @@ class UserRow(Base):
     locked_until: Mapped[datetime | None]
     challenge_policy: Mapped[str] = mapped_column(String(16), default="everyone",
                                                   server_default=text("'everyone'"))
+    # set when its owner deleted it: renamed ``deleted-...``, no password, no live token;
+    # its games and ratings stay (under that name), out of leaderboards and profiles
+    deleted_at: Mapped[datetime | None]
+
+
+class HeldNameRow(Base):
+    """The former name of a deleted account (as ``UserRow.name_key``), which nobody may
+    register before ``held_until``: whoever knew the player by it is not met by someone
+    else under it at once. Nothing links it to the account it was."""
+
+    __tablename__ = "held_names"
+
+    name_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    held_until: Mapped[datetime]
 
 
 class ApiTokenRow(Base):

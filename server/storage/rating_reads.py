@@ -62,9 +62,11 @@ class RatingReads:
                    user_ids: Sequence[int] | None = None) -> list[PoolRating]:
         """A pool's ratings best first (ties by user id), those whose stored deviation is
         at most ``below_deviation`` (the caller ages them to now, which only raises it);
-        ``after``: (rating, user id) of the last one of the previous page."""
+        ``after``: (rating, user id) of the last one of the previous page. Deleted
+        accounts' ratings are kept for the record, not listed."""
         statement = _pool_query().where(RatingRow.pool == pool,
-                                        RatingRow.deviation <= below_deviation)
+                                        RatingRow.deviation <= below_deviation,
+                                        UserRow.deleted_at.is_(None))
         if humans_only:
             statement = statement.where(UserRow.kind != "bot")
         if user_ids is not None:

@@ -29,6 +29,8 @@ class User:
     failed_logins: int
     locked_until: datetime | None
     challenge_policy: ChallengePolicy = "everyone"
+    deleted_at: datetime | None = None
+    """When its owner deleted it (``Store.delete_account``); None while it is live."""
 
     def is_locked(self, now: datetime) -> bool:
         """Whether logins are refused at ``now`` after too many failures."""

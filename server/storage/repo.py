@@ -42,7 +42,7 @@ from sqlalchemy.orm import aliased
 from server.ratings.glicko2 import Rating
 
 from .db import is_sqlite, make_session_factory, make_write_lock, read_engine
-from .errors import Conflict, InvalidCursor, NameTaken
+from .errors import Conflict, InvalidCursor, NameTaken, StillPlaying
 from .models import (
     CHALLENGE_POLICIES,
     TOKEN_KINDS,
@@ -51,6 +51,7 @@ from .models import (
     ChatRow,
     GameRatingRow,
     GameRow,
+    HeldNameRow,
     MoveRow,
     UserRow,
     check_fits,
@@ -79,10 +80,14 @@ MAX_PAGE = 200
 GAME_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base 32, lower case
 GAME_ID_LENGTH = 10  # 50 random bits
 TOKEN_TOUCH_INTERVAL = timedelta(minutes=10)  # last_used_at is this coarse, to save writes
+DELETED_PREFIX = "deleted-"
+"""A deleted account's name begins so (``anonymous_name``); no one may register such a name."""
+NAME_ATTEMPTS = 3  # an anonymous name already taken is drawn again, at most this often
 
 _USERS = cast(Table, UserRow.__table__)
 _TOKENS = cast(Table, ApiTokenRow.__table__)
 _GAMES = cast(Table, GameRow.__table__)
+_HELD = cast(Table, HeldNameRow.__table__)
 
 
 def _challenge_terms() -> Select[Any]:
@@ -115,6 +120,12 @@ def new_token() -> str:
             return token
 
 
+def anonymous_name() -> str:
+    """A deleted account's new name: ``deleted-`` and 32 random bits, which say nothing of
+    who it was or when it was made."""
+    return f"{DELETED_PREFIX}{secrets.token_hex(4)}"
+
+
 def token_digest(token: str) -> str:
     """The sha256 hex digest under which a token is stored and looked up."""
     return hashlib.sha256(token.encode()).hexdigest()
@@ -128,6 +139,15 @@ def new_game_id() -> str:
 
 def _now(now: datetime | None) -> datetime:
     return datetime.now(UTC) if now is None else now
+
+
+def _playing_ids(user_id: int | None = None) -> Select[Any]:
+    """The ids of the games in progress (of one user if given), oldest first."""
+    statement = select(_GAMES.c.id).where(_GAMES.c.status == "playing")
+    if user_id is not None:
+        statement = statement.where(or_(_GAMES.c.player0_id == user_id,
+                                        _GAMES.c.player1_id == user_id))
+    return statement.order_by(_GAMES.c.created_at, _GAMES.c.id)
 
 
 # built once: a statement made anew per call costs more to build and key than to run
@@ -166,33 +186,52 @@ class Store:
         password_hash: str | None = None,
         now: datetime | None = None,
     ) -> User:
-        """Add an account; NameTaken if the name is in use in any letter case."""
+        """Add an account; NameTaken if the name is in use in any letter case, held (the
+        former name of an account deleted lately) or one of deleted accounts' names."""
         if kind not in USER_KINDS:
             raise ValueError(f"user kind must be one of {USER_KINDS}, not {kind!r}")
         if not name.strip():
             raise ValueError("a user name cannot be blank")
         check_fits(UserRow, "name", name)
         check_fits(UserRow, "password_hash", password_hash)
+        key = name_key(name)
+        if key.startswith(DELETED_PREFIX):
+            raise NameTaken(f"names beginning {DELETED_PREFIX!r} are kept for deleted accounts")
+        moment = _now(now)
         row = UserRow(
             name=name,
-            name_key=name_key(name),
+            name_key=key,
             kind=kind,
             password_hash=password_hash,
-            created_at=_now(now),
+            created_at=moment,
             failed_logins=0,
             challenge_policy="everyone",
         )
         try:
             async with self.writing, self.sessions() as session, session.begin():
                 session.add(row)
+                # Looked at after the row is in: on PostgreSQL the insert waits for a
+                # deletion that frees this name, so this read sees the hold it made.
+                await session.flush()
+                if await session.scalar(select(_HELD.c.name_key).where(
+                        _HELD.c.name_key == key, _HELD.c.held_until > moment)) is not None:
+                    raise NameTaken(f"the name {name!r} is taken")  # rolled back
         except IntegrityError as exc:
             raise NameTaken(f"the name {name!r} is taken") from exc
         return _user(row)
 
     async def get_user_by_name(self, name: str) -> User | None:
-        """The account with this name in any letter case."""
+        """The account with this name in any letter case (None for a deleted one)."""
         async with self.reads() as session:
-            row = await session.scalar(select(UserRow).where(UserRow.name_key == name_key(name)))
+            row = await session.scalar(select(UserRow).where(
+                UserRow.name_key == name_key(name), UserRow.deleted_at.is_(None)))
+        return None if row is None else _user(row)
+
+    async def get_user(self, user_id: int) -> User | None:
+        """The account with this id (None for a deleted one)."""
+        async with self.reads() as session:
+            row = await session.scalar(select(UserRow).where(
+                UserRow.id == user_id, UserRow.deleted_at.is_(None)))
         return None if row is None else _user(row)
 
     async def set_challenge_policy(self, user_id: int, policy: ChallengePolicy) -> None:
@@ -222,6 +261,67 @@ class Store:
             await conn.execute(
                 update(_USERS).where(_USERS.c.id == user_id).values(password_hash=password_hash)
             )
+
+    async def replace_password(self, user_id: int, password_hash: str, *,
+                               keep: str | None = None, now: datetime | None = None
+                               ) -> list[str]:
+        """A new password, and every live token of the account revoked but the one whose
+        digest is ``keep`` (the connection that changed it), in one transaction: the
+        digests of the tokens revoked."""
+        check_fits(UserRow, "password_hash", password_hash)
+        tokens = _TOKENS.c
+        async with self.writing, self.engine.begin() as conn:
+            await conn.execute(
+                update(_USERS).where(_USERS.c.id == user_id).values(password_hash=password_hash))
+            revoked = await conn.execute(
+                update(_TOKENS)
+                .where(tokens.user_id == user_id, tokens.revoked_at.is_(None),
+                       tokens.token_hash != (keep or ""))
+                .values(revoked_at=_now(now))
+                .returning(tokens.token_hash))
+            return [row[0] for row in revoked]
+
+    async def delete_account(self, user_id: int, *, hold_for: timedelta,
+                             now: datetime | None = None) -> tuple[str, list[str]]:
+        """Delete a live account in one transaction, keeping its row for the games and
+        ratings that name it: renamed to an ``anonymous_name``, its password cleared, every
+        live token revoked, and its former name held from registration until ``now +
+        hold_for``. Returns the new name and the digests of the tokens revoked.
+
+        StillPlaying (nothing changed) while it has a game in progress; Conflict if there
+        is no such live account.
+        """
+        moment = _now(now)
+        users, tokens = _USERS.c, _TOKENS.c
+        for _ in range(NAME_ATTEMPTS):
+            anonymous = anonymous_name()
+            try:
+                async with self.writing, self.engine.begin() as conn:
+                    former = (await conn.execute(
+                        select(users.name_key)
+                        .where(users.id == user_id, users.deleted_at.is_(None))
+                        .with_for_update())).scalar()
+                    if former is None:
+                        raise Conflict(f"no account {user_id} to delete")
+                    playing = (await conn.execute(_playing_ids(user_id).limit(1))).scalar()
+                    if playing is not None:
+                        raise StillPlaying(playing)
+                    await conn.execute(update(_USERS).where(users.id == user_id).values(
+                        name=anonymous, name_key=name_key(anonymous), password_hash=None,
+                        deleted_at=moment, failed_logins=0, locked_until=None))
+                    await conn.execute(delete(_HELD).where(_HELD.c.name_key == former))
+                    if hold_for > timedelta(0):
+                        await conn.execute(insert(_HELD).values(
+                            name_key=former, held_until=moment + hold_for))
+                    revoked = await conn.execute(
+                        update(_TOKENS)
+                        .where(tokens.user_id == user_id, tokens.revoked_at.is_(None))
+                        .values(revoked_at=moment)
+                        .returning(tokens.token_hash))
+                    return anonymous, [row[0] for row in revoked]
+            except IntegrityError:
+                continue  # the anonymous name drawn is taken: draw again
+        raise Conflict(f"no free anonymous name for account {user_id}")
 
     async def record_login_failure(
         self,
@@ -466,13 +566,8 @@ class Store:
     async def playing_game_ids(self, user_id: int | None = None) -> list[str]:
         """The ids of the games in progress (of one user if given), oldest first: what a
         cluster node sweeps for games with no owner, and names to a player logging in."""
-        statement = select(GameRow.id).where(GameRow.status == "playing")
-        if user_id is not None:
-            statement = statement.where(or_(GameRow.player0_id == user_id,
-                                            GameRow.player1_id == user_id))
         async with self.reader.connect() as conn:
-            return list((await conn.execute(
-                statement.order_by(GameRow.created_at, GameRow.id))).scalars())
+            return list((await conn.execute(_playing_ids(user_id))).scalars())
 
     async def playing_counts(self, user_ids: Sequence[int]) -> dict[int, int]:
         """How many games in progress each of these users sits in (0 included): one
@@ -794,6 +889,7 @@ def _user(row: Any) -> User:
         failed_logins=row.failed_logins,
         locked_until=row.locked_until,
         challenge_policy=row.challenge_policy,
+        deleted_at=row.deleted_at,
     )
 
 

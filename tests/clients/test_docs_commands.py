@@ -13,8 +13,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
         *sorted((REPO / "examples").glob("*.py"))]
-SUBCOMMANDS = ("serve|play|bot|bridge|admin|db|dump|replay|export|verify|arena|bench|chaos|"
-               "siege|ladder|ratings|cluster")
+SUBCOMMANDS = ("serve|play|bot|bridge|admin|db|dump|replay|export|verify|arena|botcheck|bench|"
+               "chaos|siege|ladder|ratings|cluster")
 BARE_TESSERA = re.compile(rf"(?<![\w./-])tessera\s+(?:{SUBCOMMANDS})(?![\w-])")
 BARE_PYTHON = re.compile(r"(?<![\w./-])python3?\s+(?:examples/my_bot\.py|-m (?:tests|engine|"
                          r"clients\.bots)\.)")

@@ -452,6 +452,56 @@ def test_accounts_colours_and_mistakes(live_server: LiveServer, finished_games: 
     child.expect(pexpect.EOF)
 
 
+def test_a_new_password_then_the_account_deleted(live_server: LiveServer,
+                                                 scripted_player: Scripted) -> None:
+    """``password`` changes it, and the account's other login ends at once;
+    ``delete-account`` asks, then deletes it: the name no longer logs in."""
+    child = spawn_play(live_server.url, "--no-color")
+    child.expect("Log in with")
+    child.sendline("register dana_e2e")
+    for prompt in ("password:", "again:"):
+        child.expect(prompt)
+        child.sendline("correct horse")
+    child.expect(r"Logged in as dana_e2e \(human\)")
+    elsewhere = scripted_player(live_server.url)
+    elsewhere.login(elsewhere.call(p.Login, username="dana_e2e", password="correct horse"))
+
+    child.sendline("password")
+    child.expect("current password:")
+    child.sendline("correct horse")
+    child.expect("new password:")
+    child.sendline("battery staple")
+    child.expect("again:")
+    child.sendline("battery staple")
+    child.expect("Password changed; your other logins have ended.")
+    elsewhere.run(elsewhere.conn.closed.wait())  # closed by the server, at once
+    assert elsewhere.conn.ws.close_reason == "token revoked"
+
+    child.sendline("delete-account")
+    child.expect(r"Delete the account dana_e2e\? \[y/N\]")
+    child.sendline("n")
+    child.expect("Not deleted.")
+    child.sendline("delete-account")
+    child.expect(r"\[y/N\]")
+    child.sendline("y")
+    child.expect("password:")
+    child.sendline("correct horse")  # the old one
+    child.expect(r"Refused \(invalid_credentials\): wrong password")
+    child.sendline("delete-account")
+    child.expect(r"\[y/N\]")
+    child.sendline("y")
+    child.expect("password:")
+    child.sendline("battery staple")
+    child.expect("The account dana_e2e is deleted; you are logged out.")
+    child.sendline("password")
+    child.expect("Log in first")
+    other = scripted_player(live_server.url)
+    with pytest.raises(ServerError, match="invalid_credentials"):
+        other.call(p.Login, username="dana_e2e", password="battery staple")
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+
+
 # -- playing the bundled bots from the client ---------------------------------------------------
 def process_gone(pid: int, timeout: float = 10.0) -> bool:
     """Wait until process ``pid`` has ended (a zombie has ended too)."""

@@ -423,6 +423,15 @@ EXAMPLES: dict[str, p.Message] = {
         message="expired: a challenge from a player with no game with bob waits 120 s for "
                 "an answer"
     ),
+    # Changing one's password, deleting one's account (issue 25)
+    "change_password": p.ChangePassword(id=42, old_password="correct horse",
+                                        new_password="battery staple"),
+    "delete_account": p.DeleteAccount(id=43, password="battery staple"),
+    "error_delete_account_playing": p.ErrorReply(
+        id=43, code="conflict", game_id=GAME_ID,
+        message=f"you are playing game {GAME_ID}: finish it (or resign) before deleting "
+                "your account"
+    ),
     # Errors without a request
     "error_bad_frame": p.ErrorReply(
         code="bad_request", message="not a msgpack value: truncated"

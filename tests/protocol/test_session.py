@@ -131,6 +131,7 @@ def test_the_session_moves_only_on_declared_transitions() -> None:
         (Phase.GREETED, p.Guest): Phase.AUTHENTICATED,
         (Phase.GREETED, p.AuthToken): Phase.AUTHENTICATED,
         (Phase.AUTHENTICATED, p.Logout): Phase.GREETED,
+        (Phase.AUTHENTICATED, p.DeleteAccount): Phase.GREETED,
     } == p.TRANSITIONS
 
 

@@ -279,6 +279,28 @@ async def open_clients() -> AsyncIterator[Callable[[str], Clients]]:
         await pool.close_all()
 
 
+ServeOn = Callable[..., ServerProcess]
+
+
+@pytest.fixture
+async def serve_on(tmp_path: Path) -> AsyncIterator[ServeOn]:
+    """``serve_on(db_url, *flags)``: a ``python -m server serve`` process on a database the
+    test names (a fresh file, a restored copy); all killed at the end."""
+    made: list[ServerProcess] = []
+
+    def make(db_url: str, *args: str) -> ServerProcess:
+        workdir = tmp_path / f"serve-on-{len(made)}"
+        workdir.mkdir()
+        made.append(ServerProcess(db_url, workdir, *args))
+        return made[-1]
+
+    yield make
+    for proc in made:
+        if proc.proc is not None and proc.proc.poll() is None:
+            proc.proc.kill()
+            proc.proc.wait(10)
+
+
 @pytest.fixture
 async def server_process(database: TestDatabase, tmp_path: Path
                          ) -> AsyncIterator[Callable[..., ServerProcess]]:

@@ -119,22 +119,22 @@ class Clients:
         return conn
 
     async def guest(self, url: str | None = None) -> Player:
-        url = self.pick(url)
-        conn = await self.connect(url)
-        authed = await asyncio.wait_for(conn.call(p.Guest), TIMEOUT)
-        return _player(conn, authed, url)
+        return await self.logged_in(url, p.Guest)
 
     async def register(self, name: str, password: str, url: str | None = None) -> Player:
-        url = self.pick(url)
-        conn = await self.connect(url)
-        authed = await asyncio.wait_for(
-            conn.call(p.Register, username=name, password=password), TIMEOUT)
-        return _player(conn, authed, url)
+        return await self.logged_in(url, p.Register, username=name, password=password)
+
+    async def login(self, name: str, password: str, url: str | None = None) -> Player:
+        return await self.logged_in(url, p.Login, username=name, password=password)
 
     async def with_token(self, token: str, url: str | None = None) -> Player:
+        return await self.logged_in(url, p.AuthToken, token=token)
+
+    async def logged_in(self, url: str | None, kind: type[p.Message], **fields: Any) -> Player:
+        """A new connection (to ``url``, or the next node) logged in by ``kind``."""
         url = self.pick(url)
         conn = await self.connect(url)
-        authed = await asyncio.wait_for(conn.call(p.AuthToken, token=token), TIMEOUT)
+        authed = await asyncio.wait_for(conn.call(kind, **fields), TIMEOUT)
         return _player(conn, authed, url)
 
     async def spectator(self, url: str | None = None) -> Connection:
@@ -185,6 +185,11 @@ class Game:
         assert (ack.game_id, ack.ply) == (self.game_id, self.ply)
         self.state = self.state.play(text)
         return ack
+
+    async def play_out(self, rng: random.Random) -> None:
+        """Random legal moves until the game is over."""
+        while not self.state.is_over:
+            await self.play(rng=rng)
 
     async def play_quiet_move(self, rng: random.Random) -> p.MoveAck:
         """Play a random legal move that does not end the game."""

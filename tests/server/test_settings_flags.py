@@ -28,6 +28,8 @@ def other_value(f: dataclasses.Field[Any], flag: Flag) -> Any:
     default = None if f.default is dataclasses.MISSING else f.default
     if flag.kind == "switch":
         return True
+    if f.name == "trusted_proxies":
+        return ["127.0.0.1", "10.0.0.0/8"]
     if flag.kind == "repeat":
         return ["https://a.example", "https://b.example"]
     if flag.choices:
@@ -38,8 +40,8 @@ def other_value(f: dataclasses.Field[Any], flag: Flag) -> Any:
         return "sqlite+aiosqlite:///elsewhere.db"
     if isinstance(default, str):
         return "x" + default
-    if default is None:
-        return 1_000
+    if default is None:  # a number, or text (a file's path) when the flag takes text
+        return 1_000 if flag.parse is not None else "elsewhere.pem"
     return default - 1 if default >= 2 else default + 1
 
 

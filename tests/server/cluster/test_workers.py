@@ -79,6 +79,24 @@ async def test_a_dead_worker_is_started_again_with_backoff(tmp_path: Path) -> No
     assert started <= 8
 
 
+async def test_sighup_is_passed_to_every_worker_which_goes_on(tmp_path: Path) -> None:
+    marks = [tmp_path / "worker-1", tmp_path / "worker-2"]
+    commands = [[sys.executable, "-c", (
+        "import pathlib, signal, time\n"
+        f"mark = pathlib.Path({str(path)!r})\n"
+        "signal.signal(signal.SIGHUP, lambda *_: mark.write_text(mark.read_text() + 'h'))\n"
+        "mark.write_text('up ')\n"
+        "time.sleep(60)\n")] for path in marks]
+    supervisor = Supervisor(commands, stable_s=60)
+    runner = asyncio.ensure_future(supervisor.run())
+    await eventually(lambda: all(m.exists() and m.read_text() for m in marks), 20)
+    supervisor.pass_on(signal.SIGHUP)
+    await eventually(lambda: all(m.read_text() == "up h" for m in marks), 10)
+    assert supervisor.restarts == [0, 0]  # reloaded, not ended
+    supervisor.stop()
+    assert await runner == 0
+
+
 async def node_table(redis_url: str, keys: Keys) -> list[NodeInfo]:
     client = aioredis.Redis.from_url(redis_url)
     try:

@@ -19,7 +19,8 @@ from server.storage.models import Base
 
 from .conftest import Database
 
-TABLES = {"users", "api_tokens", "games", "moves", "chat", "ratings", "game_ratings"}
+TABLES = {"users", "api_tokens", "games", "moves", "chat", "ratings", "game_ratings",
+          "held_names"}
 
 
 async def _tables(db: Database) -> set[str]:
@@ -91,12 +92,13 @@ def test_migrations_are_found_without_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert head_revision() == "0006"
+    assert head_revision() == "0007"
     directory = migrations_dir()
     for shipped in ("env.py", "script.py.mako", "alembic.ini", "versions/0001_initial_schema.py",
                     "versions/0002_index_revoked_tokens.py", "versions/0003_game_epoch.py",
                     "versions/0004_ratings.py", "versions/0005_index_chat_user_id.py",
-                    "versions/0006_challenge_policy.py"):
+                    "versions/0006_challenge_policy.py",
+                    "versions/0007_deleted_accounts.py"):
         assert (directory / shipped).is_file(), shipped
 
 

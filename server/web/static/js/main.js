@@ -3,7 +3,7 @@
 // /profile/NAME, a game's leaderboard at /leaderboard/GAME).
 
 import { Connection, serverUrl } from "./conn.js";
-import { fill, h } from "./dom.js";
+import { confirmButton, fill, h } from "./dom.js";
 import { gameLabel, userText } from "./format.js";
 import { timeControlText } from "./timecontrol.js";
 import { GameView } from "./game.js";
@@ -75,6 +75,21 @@ class Session {
 
   async logout() {
     await this.conn.request("logout");
+    this._loggedOut();
+  }
+
+  /** A new password: the account's other logins end, this one stays. */
+  async changePassword(oldPassword, newPassword) {
+    await this.conn.request("change_password", { old_password: oldPassword, new_password: newPassword });
+  }
+
+  /** Delete the account for good (its games stay, under an anonymous name): logged out. */
+  async deleteAccount(password) {
+    await this.conn.request("delete_account", { password });
+    this._loggedOut();
+  }
+
+  _loggedOut() {
     stored(null);
     this.user = null;
     this.activeGames = new Set();
@@ -222,6 +237,7 @@ class App {
     if (user) {
       fill(box, h("a", { class: "me", href: `/profile/${user.name}`, "data-link": "", dataset: { kind: user.kind } }, userText(user)),
         this.challengePolicyControl(),
+        user.kind === "human" ? h("button", { type: "button", class: "account-open", onclick: () => this.accountForm() }, "Account") : null,
         h("button", { type: "button", class: "logout", onclick: () => this.session.logout().catch((e) => this.notify(e.message)) }, "Log out"));
     } else {
       fill(box, h("button", { type: "button", class: "login-open", onclick: () => this.loginForm() }, "Log in"),
@@ -245,6 +261,62 @@ class App {
     });
     select.dataset.policy = this.session.challengePolicy;
     return select;
+  }
+
+  /** Change your password, or delete your account (registered players: they have one). */
+  accountForm() {
+    const input = (name, autocomplete, label, extra = {}) => h("input", {
+      type: "password", name, autocomplete, required: true, maxlength: "128", "aria-label": label, placeholder: label, ...extra });
+    const current = input("old-password", "current-password", "current password");
+    const fresh = input("new-password", "new-password", "new password (at least 8)", { minlength: "8" });
+    const again = input("again", "new-password", "new password again", { minlength: "8" });
+    const changed = h("p", { class: "form-status", "aria-live": "polite" });
+    const password = input("password", "current-password", "password");
+    const deleted = h("p", { class: "form-status", "aria-live": "polite" });
+    const dialog = h("dialog", { class: "login account-settings" });
+    const close = () => { dialog.close(); dialog.remove(); };
+    const change = async (e) => {
+      e.preventDefault();
+      if (![current, fresh, again].every((field) => field.reportValidity())) return;
+      if (fresh.value !== again.value) {
+        changed.textContent = "The new passwords differ.";
+        return;
+      }
+      try {
+        await this.session.changePassword(current.value, fresh.value);
+        changed.dataset.ok = "";
+        changed.textContent = "Password changed: your other logins have ended.";
+        for (const field of [current, fresh, again]) field.value = "";
+      } catch (err) {
+        delete changed.dataset.ok;
+        changed.textContent = err.message;
+      }
+    };
+    const remove = async () => {
+      if (!password.reportValidity()) return;
+      try {
+        await this.session.deleteAccount(password.value);
+        close();
+        this.notify("Your account is deleted; your games stay, under an anonymous name.");
+      } catch (err) {
+        deleted.textContent = err.message;
+      }
+    };
+    fill(dialog,
+      h("form", { class: "change-password", onsubmit: change },
+        h("h2", { text: "Change password" }), current, fresh, again,
+        h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Change password")),
+        changed),
+      h("form", { class: "delete-account", onsubmit: (e) => e.preventDefault() },
+        h("h2", { text: "Delete account" }),
+        h("p", { text: "For good: nobody can log in under your name again, your games stay under an anonymous " +
+                       "name, and after a while someone else may register the name. Not while you play a game." }),
+        password,
+        h("div", { class: "buttons" }, confirmButton("Delete account", "Delete for good", remove, { class: "delete" })),
+        deleted),
+      h("div", { class: "buttons" }, h("button", { type: "button", class: "close", onclick: close }, "Close")));
+    document.body.append(dialog);
+    dialog.showModal();
   }
 
   loginForm() {
