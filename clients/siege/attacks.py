@@ -1,7 +1,9 @@
 """The attacks of ``tessera siege``, each run in a process of its own.
 
-``python -m clients.siege.attacks NAME PORT PARAMS_JSON`` runs attack NAME against the
-server on loopback PORT for ``params["seconds"]`` seconds. It prints ``ready`` on a line
+``python -m clients.siege.attacks NAME PORTS PARAMS_JSON`` runs attack NAME against the
+server on loopback PORTS (one port, or a cluster's nodes' separated by commas: the
+attack's connections go to the nodes in turn, :class:`Nodes`) for ``params["seconds"]``
+seconds. It prints ``ready`` on a line
 once its first wave is in (the burst of wrong passwords sent, the connections opened), so
 that the parent can time the owner's login at the worst moment, and then one JSON object
 on its last line: the :class:`~clients.siege.raw.Tally` of what it got. Running apart from
@@ -29,8 +31,36 @@ from ..connection import Connection, Disconnected, ServerError
 from .raw import ATTACKER, RawSocket, Tally, close_reason, frame, sock_count_limit, spread_address
 
 Ready = Callable[[], None]
-Attack = Callable[[int, dict[str, Any], Tally, Ready], Awaitable[None]]
 CONNECT_CONCURRENCY = 200
+
+
+class Nodes:
+    """The server's ports (one process's, or a cluster's nodes'), taken in turn by an
+    attack's connections, and what each node answered (a :class:`Tally` a node, for the
+    attacks whose budgets must hold across nodes)."""
+
+    def __init__(self, ports: list[int]) -> None:
+        self.ports = ports
+        self.tallies = [Tally() for _ in ports]
+
+    def port(self, i: int) -> int:
+        """The port the i-th connection goes to."""
+        return self.ports[i % len(self.ports)]
+
+    def tally(self, i: int) -> Tally:
+        """Where what the i-th connection got is counted: its node's tally."""
+        return self.tallies[i % len(self.ports)]
+
+    def into(self, tally: Tally) -> None:
+        """Every node's answers counted in ``tally``; on a cluster each node's also apart
+        (``by_node``, in the order of the ports)."""
+        for sub in self.tallies:
+            tally.add(sub)
+        if len(self.ports) > 1:
+            tally.extra["by_node"] = [sub.as_dict() for sub in self.tallies]
+
+
+Attack = Callable[[Nodes, dict[str, Any], Tally, Ready], Awaitable[None]]
 
 
 def url(port: int) -> str:
@@ -85,21 +115,23 @@ async def forever_until(deadline: float, body: Callable[[], Awaitable[None]], ta
 
 
 # -- accounts ---------------------------------------------------------------------------------
-async def lockout(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+async def lockout(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """A burst of wrong passwords for the owner's account, all at once from one address,
-    then one more every second (enough to keep a lock that every refusal extends)."""
+    then one more every second (enough to keep a lock that every refusal extends); each on
+    a connection of its own, to the nodes in turn."""
     deadline = time.monotonic() + params["seconds"]
     owner = params["owner"]
 
     async def wrong(i: int) -> None:
-        conn = await open_conn(port, ATTACKER, tally)
+        sub = nodes.tally(i)
+        conn = await open_conn(nodes.port(i), ATTACKER, sub)
         if conn is None:
             return
         async with conn:
-            reply = await call_counted(conn, tally, p.Login, username=owner,
+            reply = await call_counted(conn, sub, p.Login, username=owner,
                                        password=f"not-the-password-{i}")
             if reply is None and conn.closed.is_set():
-                tally.closed[closed_code(conn)] += 1
+                sub.closed[closed_code(conn)] += 1
 
     await asyncio.gather(*(wrong(i) for i in range(params["attempts"])))
     ready()
@@ -108,19 +140,23 @@ async def lockout(port: int, params: dict[str, Any], tally: Tally, ready: Ready)
         await wrong(i)
         i += 1
         await asyncio.sleep(1.0)
+    nodes.into(tally)
 
 
-async def login_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+async def login_flood(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready
+                      ) -> None:
     """Wrong logins for names that do not exist, ``in_flight`` at a time on each of many
-    connections, as fast as the server answers (each one costs the server a password hash).
+    connections (each new one to the next node), as fast as the server answers (each one
+    costs the server a password hash).
     """
     deadline = time.monotonic() + params["seconds"]
     counter = iter(range(10**9))
+    opened = iter(range(10**9))
 
-    async def caller(conn: Connection) -> None:
+    async def caller(conn: Connection, sub: Tally) -> None:
         while time.monotonic() < deadline and not conn.closed.is_set():
             try:
-                reply = await call_counted(conn, tally, p.Login,
+                reply = await call_counted(conn, sub, p.Login,
                                            username=f"nobody{next(counter)}",
                                            password="wrong-password")
             except (TimeoutError, Disconnected):
@@ -130,36 +166,42 @@ async def login_flood(port: int, params: dict[str, Any], tally: Tally, ready: Re
 
     async def flooder() -> None:
         while time.monotonic() < deadline:
-            conn = await open_conn(port, ATTACKER, tally)
+            i = next(opened)
+            sub = nodes.tally(i)
+            conn = await open_conn(nodes.port(i), ATTACKER, sub)
             if conn is None:
                 await asyncio.sleep(0.1)
                 continue
-            await asyncio.gather(*(caller(conn) for _ in range(params["in_flight"])))
+            await asyncio.gather(*(caller(conn, sub) for _ in range(params["in_flight"])))
             if conn.closed.is_set():
-                tally.closed[closed_code(conn)] += 1
+                sub.closed[closed_code(conn)] += 1
             await conn.close()
 
     flooders = [asyncio.create_task(flooder()) for _ in range(params["clients"])]
     await asyncio.sleep(1.0)
     ready()
     await asyncio.gather(*flooders)
+    nodes.into(tally)
 
 
-async def guest_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
-    """Guest logins as fast as possible: the first half of the time from one address, the
-    second half from a new address each time."""
+async def guest_flood(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready
+                      ) -> None:
+    """Guest logins as fast as possible, each on a connection of its own to the next node:
+    the first half of the time from one address, the second half from a new address each
+    time."""
     start = time.monotonic()
     half = start + params["seconds"] / 2
     deadline = start + params["seconds"]
     counter = iter(range(10**9))
-    phases = {"one_address": Tally(), "many_addresses": Tally()}
+    phases = {"one_address": Nodes(nodes.ports), "many_addresses": Nodes(nodes.ports)}
 
     async def flooder() -> None:
         while time.monotonic() < deadline:
             many = time.monotonic() >= half
-            sub = phases["many_addresses" if many else "one_address"]
-            source = spread_address(next(counter)) if many else ATTACKER
-            conn = await open_conn(port, source, sub)
+            i = next(counter)
+            sub = phases["many_addresses" if many else "one_address"].tally(i)
+            source = spread_address(i) if many else ATTACKER
+            conn = await open_conn(nodes.port(i), source, sub)
             if conn is None:
                 await asyncio.sleep(0.05)
                 continue
@@ -171,21 +213,21 @@ async def guest_flood(port: int, params: dict[str, Any], tally: Tally, ready: Re
     await asyncio.sleep(1.0)
     ready()
     await asyncio.gather(*flooders)
-    for name, sub in phases.items():
-        tally.accepted += sub.accepted
-        tally.refused.update(sub.refused)
-        tally.failed.update(sub.failed)
+    for name, spread in phases.items():
+        sub = Tally()
+        spread.into(sub)
+        tally.add(sub)
         tally.extra[name] = sub.as_dict()
 
 
 # -- connections ------------------------------------------------------------------------------
-async def hold_connections(port: int, count: int, sources: Callable[[int], str],
+async def hold_connections(nodes: Nodes, count: int, sources: Callable[[int], str],
                            tally: Tally, ready: Ready, seconds: float, *,
                            handshake: bool, open_all: bool = False) -> list[RawSocket]:
-    """Open ``count`` connections (websocket handshakes completed or not) with at most
-    CONNECT_CONCURRENCY in flight, hold them until ``seconds`` from the start, and count
-    how each attempt ended. ``open_all``: try every one even if that takes longer, then
-    hold them 5 s more."""
+    """Open ``count`` connections (websocket handshakes completed or not; the i-th to
+    ``nodes.port(i)``) with at most CONNECT_CONCURRENCY in flight, hold them until
+    ``seconds`` from the start, and count how each attempt ended. ``open_all``: try every
+    one even if that takes longer, then hold them 5 s more."""
     deadline = time.monotonic() + seconds
     limit = asyncio.Semaphore(CONNECT_CONCURRENCY)
     held: list[RawSocket] = []  # every connection made; the accepted ones are counted below
@@ -197,7 +239,7 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
             if time.monotonic() > deadline and not open_all:
                 return
             try:
-                sock = await RawSocket.connect(port, sources(i))
+                sock = await RawSocket.connect(nodes.port(i), sources(i))
             except (TimeoutError, OSError) as exc:
                 tally.failed[close_reason(exc)] += 1
                 return
@@ -209,7 +251,7 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
                 accepted.append(sock)
                 return
             try:
-                status = await sock.handshake(port)
+                status = await sock.handshake(nodes.port(i))
             except (TimeoutError, OSError, asyncio.IncompleteReadError,
                     asyncio.LimitOverrunError, ValueError, IndexError) as exc:
                 tally.failed[close_reason(exc)] += 1
@@ -252,18 +294,18 @@ async def hold_connections(port: int, count: int, sources: Callable[[int], str],
     return held
 
 
-async def idle_connections(port: int, params: dict[str, Any], tally: Tally, ready: Ready
+async def idle_connections(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready
                            ) -> None:
     """Thousands of websockets from one address that complete the handshake, answer pings
     and never send ``hello``."""
     tally.extra["own_open_files_limit"] = sock_count_limit()
-    held = await hold_connections(port, params["connections"], lambda i: ATTACKER, tally,
+    held = await hold_connections(nodes, params["connections"], lambda i: ATTACKER, tally,
                                   ready, params["seconds"], handshake=True)
     for s in held:
         s.close()
 
 
-async def fd_exhaustion(port: int, params: dict[str, Any], tally: Tally, ready: Ready
+async def fd_exhaustion(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready
                         ) -> None:
     """As many idle websockets as this process can open (its open-files limit raised to
     the hard limit), spread over many loopback addresses so that a per-address cap does
@@ -273,29 +315,29 @@ async def fd_exhaustion(port: int, params: dict[str, Any], tally: Tally, ready: 
     per = max(1, params["per_address"])
     offset = params.get("offset", 0)
     tally.extra["own_open_files_limit"] = own
-    held = await hold_connections(port, count, lambda i: spread_address(offset + i // per),
+    held = await hold_connections(nodes, count, lambda i: spread_address(offset + i // per),
                                   tally, ready, params["seconds"], handshake=True,
                                   open_all=True)
     for s in held:
         s.close()
 
 
-async def slowloris(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+async def slowloris(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """Connections that send half an HTTP handshake and a byte now and then, never the
     end of the headers."""
     tally.extra["own_open_files_limit"] = sock_count_limit()
-    held = await hold_connections(port, params["connections"], lambda i: ATTACKER, tally,
+    held = await hold_connections(nodes, params["connections"], lambda i: ATTACKER, tally,
                                   ready, params["seconds"], handshake=False)
     for s in held:
         s.close()
 
 
 # -- lobby and challenges ---------------------------------------------------------------------
-async def guests(port: int, count: int, tally: Tally, deadline: float,
+async def guests(nodes: Nodes, count: int, tally: Tally, deadline: float,
                  then: Callable[[int, Connection], Awaitable[None]] | None = None
                  ) -> list[Connection]:
-    """Up to ``count`` connections logged in as guests, from many addresses, until
-    ``deadline``; each one then does ``then`` (its number, its connection)."""
+    """Up to ``count`` connections logged in as guests, from many addresses, to the nodes
+    in turn, until ``deadline``; each one then does ``then`` (its number, its connection)."""
     limit = asyncio.Semaphore(32)
     out: list[Connection] = []
 
@@ -303,7 +345,7 @@ async def guests(port: int, count: int, tally: Tally, deadline: float,
         async with limit:
             if time.monotonic() > deadline:
                 return
-            conn = await open_conn(port, spread_address(i), tally)
+            conn = await open_conn(nodes.port(i), spread_address(i), tally)
             if conn is None:
                 return
             try:
@@ -336,7 +378,7 @@ async def unpairable_seeks(conn: Connection, k: int, count: int, deadline: float
                                clock=p.Fischer(base_ms=base_ms, increment_ms=0))
 
 
-async def lobby_poison(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+async def lobby_poison(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """Many guests each opening several seeks that nobody can pair with (every one with a
     different clock), then a newcomer asks for the lobby."""
     deadline = time.monotonic() + params["seconds"]
@@ -344,10 +386,10 @@ async def lobby_poison(port: int, params: dict[str, Any], tally: Tally, ready: R
     async def seeks(k: int, conn: Connection) -> None:
         await unpairable_seeks(conn, k, params["seeks"], deadline, tally)
 
-    conns = await guests(port, params["clients"], tally, deadline, then=seeks)
+    conns = await guests(nodes, params["clients"], tally, deadline, then=seeks)
     tally.extra["seeks_open"] = tally.accepted
     ready()
-    newcomer = await open_conn(port, spread_address(60_000), Tally())
+    newcomer = await open_conn(nodes.port(-1), spread_address(60_000), Tally())
     if newcomer is not None:
         async with newcomer:
             try:
@@ -368,12 +410,12 @@ async def lobby_poison(port: int, params: dict[str, Any], tally: Tally, ready: R
         await conn.close()
 
 
-async def challenge_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready
+async def challenge_flood(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready
                           ) -> None:
     """Many guests challenging the bot as fast as they can, with a clock the bot does not
     accept (so each challenge costs it a decline)."""
     deadline = time.monotonic() + params["seconds"]
-    conns = await guests(port, params["clients"], tally, deadline)
+    conns = await guests(nodes, params["clients"], tally, deadline)
     ended: dict[str, int] = {}
 
     async def challenger(conn: Connection) -> None:
@@ -398,7 +440,7 @@ async def challenge_flood(port: int, params: dict[str, Any], tally: Tally, ready
         await conn.close()
 
 
-async def lobby_spam(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+async def lobby_spam(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """Issue 24's lobby attack: ``guests`` guests open ``seeks`` seeks each that nobody
     can pair with (up to the server's caps), while ``askers`` clients, each from an
     address of its own, ask for the lobby over and over (``lobby_subscribe``, then up to
@@ -420,7 +462,7 @@ async def lobby_spam(port: int, params: dict[str, Any], tally: Tally, ready: Rea
         return None
 
     async def asker(k: int) -> None:
-        conn = await open_conn(port, spread_address(50_000 + k), lobby)
+        conn = await open_conn(nodes.port(k), spread_address(50_000 + k), lobby)
         if conn is None:
             return
         async with conn:
@@ -440,7 +482,7 @@ async def lobby_spam(port: int, params: dict[str, Any], tally: Tally, ready: Rea
 
     askers = [asyncio.create_task(asker(k)) for k in range(params["askers"])]
     ready()
-    conns = await guests(port, params["guests"], tally, deadline, then=seeks)
+    conns = await guests(nodes, params["guests"], tally, deadline, then=seeks)
     tally.extra["seeks_open"] = tally.accepted
     await asyncio.gather(*askers)
     for conn in conns:
@@ -451,7 +493,7 @@ async def lobby_spam(port: int, params: dict[str, Any], tally: Tally, ready: Rea
                             "largest": max(sizes, default=0)}
 
 
-async def connection_wave(port: int, params: dict[str, Any], tally: Tally, ready: Ready
+async def connection_wave(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready
                           ) -> None:
     """Issue 24's wave: ``connections`` websockets opened at an even pace over
     ``seconds``, ``per_address`` from each of many loopback addresses (below the
@@ -470,12 +512,12 @@ async def connection_wave(port: int, params: dict[str, Any], tally: Tally, ready
     async def one(i: int) -> None:
         await asyncio.sleep(max(0.0, t0 + i * pace - time.monotonic()))
         try:
-            sock = await RawSocket.connect(port, spread_address(i // per))
+            sock = await RawSocket.connect(nodes.port(i), spread_address(i // per))
         except (TimeoutError, OSError) as exc:
             tally.failed[close_reason(exc)] += 1
             return
         try:
-            status = await sock.handshake(port)
+            status = await sock.handshake(nodes.port(i))
         except (TimeoutError, OSError, asyncio.IncompleteReadError,
                 asyncio.LimitOverrunError, ValueError, IndexError) as exc:
             tally.failed[close_reason(exc)] += 1
@@ -510,49 +552,61 @@ async def connection_wave(port: int, params: dict[str, Any], tally: Tally, ready
 
 
 # -- requests and frames ----------------------------------------------------------------------
-async def request_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
-    """One logged-in client sending requests (ping, list_games, get_board) as fast as it
-    can: an opening volley of twice the burst its welcome announced, all in flight at once
-    (so the budget is overrun however slow the round trip), then ``window`` in flight."""
+async def request_flood(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready
+                        ) -> None:
+    """One guest sending requests (ping, list_games, get_board) as fast as it can, on a
+    connection to each node (one budget per account over them all): on each, an opening
+    volley of twice the burst its welcome announced, all in flight at once (so the budget
+    is overrun however slow the round trip), then ``window`` in flight."""
     deadline = time.monotonic() + params["seconds"]
-    conn = await open_conn(port, ATTACKER, tally)
-    if conn is None:
-        ready()
-        return
-    await conn.call(p.Guest)
+    conns: list[Connection] = []
+    token: str | None = None
+    for port in nodes.ports:
+        conn = await open_conn(port, ATTACKER, tally)
+        if conn is None:
+            continue
+        authed = await (conn.call(p.AuthToken, token=token) if token else conn.call(p.Guest))
+        assert isinstance(authed, p.Authed)
+        token = authed.session_token
+        conns.append(conn)
     kinds: list[tuple[type[Any], dict[str, Any]]] = [
         (p.Ping, {}), (p.ListGames, {"limit": 50}),
         (p.GetBoard, {"game": "xodd", "options": {"size": 13}})]
-    limits = conn.welcome.limits if conn.welcome else None
-    volley = 2 * limits.burst if limits else params["window"]
-    window = asyncio.Semaphore(params["window"] + volley)
     ready()
-    n = 0
 
-    async def one(kind: type[Any], fields: dict[str, Any]) -> None:
-        try:
-            await call_counted(conn, tally, kind, **fields)
-        except (TimeoutError, Disconnected) as exc:
-            tally.failed[close_reason(exc)] += 1
-        finally:
-            window.release()
+    async def flood(conn: Connection) -> int:
+        """Requests on one connection until the deadline; how many were sent."""
+        limits = conn.welcome.limits if conn.welcome else None
+        volley = 2 * limits.burst if limits else params["window"]
+        window = asyncio.Semaphore(params["window"] + volley)
+        n = 0
 
-    pending: set[asyncio.Task[None]] = set()
-    while time.monotonic() < deadline and not conn.closed.is_set():
-        await window.acquire()
-        kind, fields = kinds[n % len(kinds)]
-        n += 1
-        task = asyncio.create_task(one(kind, fields))
-        pending.add(task)
-        task.add_done_callback(pending.discard)
-        if n == volley:  # the volley is out: from now on ``window`` in flight
-            for _ in range(volley):
-                await window.acquire()
-    await asyncio.gather(*pending, return_exceptions=True)
-    if conn.closed.is_set():
-        tally.closed[closed_code(conn)] += 1
-    tally.extra["sent"] = n
-    await conn.close()
+        async def one(kind: type[Any], fields: dict[str, Any]) -> None:
+            try:
+                await call_counted(conn, tally, kind, **fields)
+            except (TimeoutError, Disconnected) as exc:
+                tally.failed[close_reason(exc)] += 1
+            finally:
+                window.release()
+
+        pending: set[asyncio.Task[None]] = set()
+        while time.monotonic() < deadline and not conn.closed.is_set():
+            await window.acquire()
+            kind, fields = kinds[n % len(kinds)]
+            n += 1
+            task = asyncio.create_task(one(kind, fields))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+            if n == volley:  # the volley is out: from now on ``window`` in flight
+                for _ in range(volley):
+                    await window.acquire()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if conn.closed.is_set():
+            tally.closed[closed_code(conn)] += 1
+        await conn.close()
+        return n
+
+    tally.extra["sent"] = sum(await asyncio.gather(*(flood(conn) for conn in conns)))
 
 
 BAD_NUMBERS: list[Any] = [math.nan, math.inf, -math.inf, 1e308, 2**64 - 1, -(2**63), -1,
@@ -625,17 +679,18 @@ def bombs_list() -> list[tuple[str, bytes]]:
     return out
 
 
-async def bombs(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+async def bombs(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """Malformed frames on logged-in connections: every reply and close counted; a
-    connection the server closes is replaced. Then oversized frames and a frame header
-    that announces a terabyte."""
+    connection the server closes is replaced (by one to the next node). Then oversized
+    frames and a frame header that announces a terabyte."""
     by_kind: dict[str, dict[str, int]] = {}
     conn: Connection | None = None
     token: str | None = None
+    opened = iter(range(10**9))
 
     async def fresh() -> Connection | None:
         nonlocal token
-        c = await open_conn(port, ATTACKER, tally)
+        c = await open_conn(nodes.port(next(opened)), ATTACKER, tally)
         if c is None:
             return None
         try:
@@ -668,7 +723,7 @@ async def bombs(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -
             record(tally, by_kind, "text_frame",
                    await send_bomb(conn, p.encode(p.Ping(id=3)), opcode_text=True))
             sent += 1
-        record(tally, by_kind, "header_1TiB", await raw_bomb(port, 1 << 40))
+        record(tally, by_kind, "header_1TiB", await raw_bomb(nodes.port(rounds), 1 << 40))
         sent += 1
     if conn is not None:
         await conn.close()
@@ -753,7 +808,8 @@ async def registered(port: int, account: tuple[str, str, str]) -> Connection:
     return conn
 
 
-async def inbox_flood(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+async def inbox_flood(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready
+                      ) -> None:
     """Many guests, each from an address of its own, challenge one registered player as
     fast as the server lets them (the player declines them as they come), while a
     registered friend challenges the same player again and again (each challenge withdrawn
@@ -762,11 +818,13 @@ async def inbox_flood(port: int, params: dict[str, Any], tally: Tally, ready: Re
     tried under that choice too (on a slow machine a try can outlast the attack's
     seconds). The friend's figures are what the server answered: each challenge created
     (``challenge_created``) and received by the player (``challenge_received`` with its
-    id), or refused (by code), and the tries under each choice."""
+    id), or refused (by code), and the tries under each choice. On a cluster the player is
+    on the first node and the friend on the second (each challenge crosses nodes), the
+    guests on every node in turn."""
     start = time.monotonic()
     deadline = start + params["seconds"]
-    target = await registered(port, INBOX_TARGET)
-    friend = await registered(port, INBOX_FRIEND)
+    target = await registered(nodes.port(0), INBOX_TARGET)
+    friend = await registered(nodes.port(1), INBOX_FRIEND)
     arrived: dict[int, float] = {}  # challenge id -> when the player got it
     guest_sent = {"everyone": Tally(), "registered": Tally()}  # by the player's choice
     choice = {"now": "everyone"}
@@ -786,7 +844,7 @@ async def inbox_flood(port: int, params: dict[str, Any], tally: Tally, ready: Re
     reader = asyncio.create_task(inbox())
     # the flood's time starts once its guests are in (on a busy machine logging them in
     # can take the attack's whole time)
-    conns = await guests(port, params["clients"], tally, deadline + FRIEND_LATE_S)
+    conns = await guests(nodes, params["clients"], tally, deadline + FRIEND_LATE_S)
     start = time.monotonic()
     deadline = start + params["seconds"]
 
@@ -939,10 +997,11 @@ async def one_bad_hello(port: int, payload: bytes) -> tuple[str, str, float | No
         sock.close()
 
 
-async def bad_hello(port: int, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
+async def bad_hello(nodes: Nodes, params: dict[str, Any], tally: Tally, ready: Ready) -> None:
     """Connections whose first frame is a ``hello`` no server may accept (a version NaN,
-    infinite, a float, a string; a client name with right-to-left controls, ...),
-    ``concurrency`` at a time, while a probe connection pings the server: each bad hello's
+    infinite, a float, a string; a client name with right-to-left controls, ...; each
+    round of them to the next node), ``concurrency`` at a time, while a probe connection
+    pings the server (the last node): each bad hello's
     answer, close code and time to the close, against what docs/PROTOCOL.md says it gets
     (``as_documented`` or ``otherwise``), and every probe's pong."""
     deadline = time.monotonic() + params["seconds"]
@@ -956,9 +1015,11 @@ async def bad_hello(port: int, params: dict[str, Any], tally: Tally, ready: Read
 
     async def sender() -> None:
         while time.monotonic() < deadline:
-            kind, payload, documented = hellos[next(counter) % len(hellos)]
+            i = next(counter)
+            kind, payload, documented = hellos[i % len(hellos)]
             try:
-                answer, closed, ms = await one_bad_hello(port, payload)
+                answer, closed, ms = await one_bad_hello(nodes.port(i // len(hellos)),
+                                                         payload)
             except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
                 tally.failed[close_reason(exc)] += 1
                 continue
@@ -980,7 +1041,7 @@ async def bad_hello(port: int, params: dict[str, Any], tally: Tally, ready: Read
                 close_ms.append(ms)
 
     async def prober() -> None:
-        conn = await open_conn(port, spread_address(61_000), tally)
+        conn = await open_conn(nodes.port(-1), spread_address(61_000), tally)
         if conn is None:
             return
         async with conn:
@@ -1025,14 +1086,14 @@ ATTACKS: dict[str, Attack] = {
 }
 
 
-async def run(name: str, port: int, params: dict[str, Any]) -> dict[str, Any]:
+async def run(name: str, ports: list[int], params: dict[str, Any]) -> dict[str, Any]:
     tally = Tally()
     started = time.monotonic()
 
     def ready() -> None:
         print("ready", flush=True)
 
-    await ATTACKS[name](port, params, tally, ready)
+    await ATTACKS[name](Nodes(ports), params, tally, ready)
     tally.extra["attack_s"] = round(time.monotonic() - started, 2)
     used = resource.getrusage(resource.RUSAGE_SELF)
     tally.extra["cpu_s"] = round(used.ru_utime + used.ru_stime, 2)  # the attacker's own
@@ -1041,8 +1102,9 @@ async def run(name: str, port: int, params: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    name, port, params = args[0], int(args[1]), json.loads(args[2])
-    result = asyncio.run(run(name, port, params))
+    name, params = args[0], json.loads(args[2])
+    ports = [int(port) for port in args[1].split(",")]
+    result = asyncio.run(run(name, ports, params))
     print(json.dumps(result), flush=True)
     return 0
 

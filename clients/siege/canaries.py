@@ -2,8 +2,9 @@
 
 - :class:`PingCanary`: a logged-in player sending ``ping`` every 200 ms;
 - :class:`MoveCanary`: a game between two accounts, a move every 200 ms, a new game when
-  one ends; it keeps the ledger of acknowledged moves that is compared with the database;
-- :class:`HealthProbe`: ``GET /healthz`` every 250 ms;
+  one ends; it keeps the ledger of acknowledged moves that is compared with the database
+  (on a cluster its players are on two nodes, so the game crosses nodes);
+- :class:`HealthProbe`: ``GET /healthz`` every 250 ms, of every node of a cluster;
 - :class:`BotCanary`: a player who challenges the bundled bot and plays it, game after
   game (``challenge-flood`` only).
 
@@ -171,10 +172,14 @@ class PingCanary(Canary):
 
 
 class MoveCanary(Canary):
-    """Two accounts playing each other; both seats are driven from here."""
+    """Two accounts playing each other; both seats are driven from here, each player
+    connected to their own of ``urls`` (the second accepts each challenge, so a game runs
+    on the second's node; the same if both are one)."""
 
-    def __init__(self, url: str, phase: Phase, a: Account, b: Account, seed: int = 1) -> None:
-        super().__init__(url, phase)
+    def __init__(self, urls: tuple[str, str], phase: Phase, a: Account, b: Account,
+                 seed: int = 1) -> None:
+        super().__init__(urls[0], phase)
+        self.urls = urls
         self.accounts = (a, b)
         self.acked: dict[tuple[str, int], str] = {}
         self.games = 0
@@ -185,7 +190,8 @@ class MoveCanary(Canary):
         while not self.stopping:
             try:
                 if not conns:
-                    conns = [await login(self.url, acc) for acc in self.accounts]
+                    conns = [await login(url, acc)
+                             for url, acc in zip(self.urls, self.accounts, strict=True)]
                     self.conns = list(conns)
                 await self.play_one(conns)
             except ServerError as exc:
@@ -235,20 +241,32 @@ class MoveCanary(Canary):
 
 
 class HealthProbe(Canary):
-    def __init__(self, url: str, phase: Phase, port: int) -> None:
+    """``GET /healthz`` of each of ``ports`` (one process's, or every node's) at once,
+    every 250 ms: every answer in ``samples``, and each node's also in ``by_node``."""
+
+    def __init__(self, url: str, phase: Phase, ports: list[int]) -> None:
         super().__init__(url, phase)
-        self.port = port
+        self.ports = ports
+        self.by_node = [Samples() for _ in ports]
 
     async def run(self) -> None:
         while not self.stopping:
             t0 = time.monotonic()
-            failure = await healthz(self.port)
-            if failure is None:
-                self.samples.add(self.phase.name, (time.monotonic() - t0) * 1000)
-            else:
-                self.samples.problem(self.phase.name, "failures")
-                self.samples.problem(self.phase.name, f"by:{failure}")
+            await asyncio.gather(*(self.poll(port, node)
+                                   for port, node in zip(self.ports, self.by_node,
+                                                         strict=True)))
             await asyncio.sleep(max(0.0, 0.25 - (time.monotonic() - t0)))
+
+    async def poll(self, port: int, node: Samples) -> None:
+        t0 = time.monotonic()
+        failure = await healthz(port)
+        ms = (time.monotonic() - t0) * 1000
+        for samples in (self.samples, node):
+            if failure is None:
+                samples.add(self.phase.name, ms)
+            else:
+                samples.problem(self.phase.name, "failures")
+                samples.problem(self.phase.name, f"by:{failure}")
 
 
 class BotCanary(Canary):

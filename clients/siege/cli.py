@@ -1,11 +1,15 @@
-"""``tessera siege --attack NAME [--json] [--seconds S]``: hostile traffic against a
-server of its own, and whether the honest users beside it were served (issue 16).
+"""``tessera siege --attack NAME [--json] [--seconds S] [--nodes N]``: hostile traffic
+against a server of its own, and whether the honest users beside it were served (issues 16
+and 24).
 
 Each attack gets a fresh server (``python -m server serve`` on a free loopback port, a
-SQLite file in a temporary directory, removed after). Beside the attack run a ping canary,
-a move canary and a ``/healthz`` probe (:mod:`clients.siege.canaries`); the attack runs in
-processes of its own (:mod:`clients.siege.attacks`). The targets, checked after each
-attack (exit status 1 if any is missed, and the output names it):
+SQLite file in a temporary directory, removed after), or with ``--nodes N`` (2 or more) a
+fresh cluster of N such nodes on a PostgreSQL schema and a Redis of its own
+(:mod:`clients.privatecluster`), the attack's connections spread over the nodes. Beside the
+attack run a ping canary, a move canary and a ``/healthz`` probe
+(:mod:`clients.siege.canaries`); the attack runs in processes of its own
+(:mod:`clients.siege.attacks`). The targets, checked after each attack (exit status 1 if
+any is missed, and the output names it):
 
 - ``move_p99``: the move canary's acknowledgement p99 during and after the attack <= 100 ms;
 - ``no_canary_disconnect``: neither canary lost its connection;
@@ -19,10 +23,15 @@ attack (exit status 1 if any is missed, and the output names it):
   docs/PROTOCOL.md gives (``bad_request`` and 4400; an int version not spoken,
   ``unsupported_version`` and 1008) within ``BAD_HELLO_CLOSE_MS``, and the probe
   connection got a pong for every ping meanwhile;
+- ``lockout_budget`` (``lockout``), ``login_budget`` (``login-flood``), ``guest_budget``
+  (``guest-flood``, its one-address half): what the servers answered, counted over every
+  node, is within what one server's budget allows one address in the attack's time (the
+  wrong passwords counted, ``invalid_credentials``; the logins checked; the guests given):
+  spread over N nodes, an attack gets no more than against one (:mod:`.budgets`);
 - ``no_move_lost``: every move acknowledged to the canary is in the database;
 - ``memory``: the server's RSS ``settle`` seconds after the attack's connections are closed
-  on the server's side (its open files back near their number before; at most 60 s) is
-  within 25% of before.
+  on the server's side (the connections it holds back near their number before; at most
+  60 s) is within 25% of before; on a cluster, on every node.
 
 ``lobby-spam`` and ``connection-wave`` (issue 24) are judged over the attack's own window
 (while the attacker runs, not diluted by the quiet after it) and on what the server
@@ -45,7 +54,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import protocol as p
+
+from ..privatecluster import DEFAULT_DB
 from .attacks import ATTACKS
+from .budgets import Budgets
 
 MOVE_P99_MS = 100.0
 OWNER_LOGIN_MS = 1000.0
@@ -64,8 +77,8 @@ def params_for(name: str, opts: argparse.Namespace) -> dict[str, Any]:
         "lockout": {"attempts": opts.wrong_passwords},
         "login-flood": {"clients": opts.login_flooders, "in_flight": opts.in_flight},
         "idle-connections": {"connections": opts.idle},
-        "fd-exhaustion": {"connections": opts.fd_connections, "per_address": opts.per_address,
-                          "per_process": opts.per_process},
+        "fd-exhaustion": {"connections": opts.fd_connections * opts.nodes,
+                          "per_address": opts.per_address, "per_process": opts.per_process},
         "slowloris": {"connections": opts.slowloris},
         "lobby-poison": {"clients": opts.guests, "seeks": opts.seeks},
         "challenge-flood": {"clients": opts.challengers, "bot": "siegebot"},
@@ -107,15 +120,74 @@ def targets(name: str, result: dict[str, Any], move_p99_ms: float = MOVE_P99_MS
         out["legitimate_challenger"] = legitimate_challenger(result["attacker"])
     if name == "bad-hello":
         out["bad_hello_closed"] = bad_hello_closed(result["attacker"])
+    if name in BUDGET_TARGETS:
+        out.update(BUDGET_TARGETS[name](result["attacker"], Budgets(**result["budgets"])))
     out["no_move_lost"] = {"ok": result["acked_moves_lost"] == 0,
                            "value": result["acked_moves_lost"]}
     if name in ATTACK_TARGETS:
         out.update(ATTACK_TARGETS[name](result, move_p99_ms))
-    rss = result["server"]["rss_mb"]
-    out["memory"] = {"ok": rss["after"] <= rss["before"] * MEMORY_SLACK,
-                     "before_mb": rss["before"], "after_mb": rss["after"],
-                     "limit_mb": round(rss["before"] * MEMORY_SLACK, 1)}
+    out["memory"] = memory(result["server"])
     return out
+
+
+def memory(server: dict[str, Any]) -> dict[str, Any]:
+    """RSS after within MEMORY_SLACK of before, on every node (the figures: the node whose
+    memory grew most, ``node`` on a cluster)."""
+    every = [node["rss_mb"] for node in server.get("nodes", [server])]
+    rss = server["rss_mb"]
+    return {"ok": all(r["after"] <= r["before"] * MEMORY_SLACK for r in every),
+            "before_mb": rss["before"], "after_mb": rss["after"],
+            "limit_mb": round(rss["before"] * MEMORY_SLACK, 1),
+            **({"node": server["rss_node"]} if "rss_node" in server else {})}
+
+
+def answered(tally: dict[str, Any], codes: tuple[str, ...], accepted: bool = False
+             ) -> tuple[int, list[int] | None]:
+    """How many of ``tally``'s requests the servers answered with one of ``codes`` (and,
+    ``accepted``, with a yes), over every node, and on each node if it was spread."""
+    def count(t: dict[str, Any]) -> int:
+        return (t["accepted"] if accepted else 0) + sum(t["refused"].get(c, 0) for c in codes)
+
+    nodes = tally.get("by_node")
+    return count(tally), None if nodes is None else [count(node) for node in nodes]
+
+
+def budget(name: str, counted: int, allowed: int, nodes: list[int] | None, ok: bool = True
+           ) -> dict[str, dict[str, Any]]:
+    return {name: {"ok": ok and counted <= allowed, "counted": counted, "allowed": allowed,
+                   **({"by_node": nodes} if nodes is not None else {})}}
+
+
+def lockout_budget(attacker: dict[str, Any], budgets: Budgets) -> dict[str, dict[str, Any]]:
+    """The wrong passwords the servers counted (``invalid_credentials``), over every node:
+    at most what one server's lockout counts from one address in the attack's time; none
+    let in."""
+    counted, nodes = answered(attacker, (p.ErrorCode.INVALID_CREDENTIALS,))
+    return budget("lockout_budget", counted, budgets.wrong_passwords(attacker["attack_s"]),
+                  nodes, ok=attacker["accepted"] == 0)
+
+
+def login_budget(attacker: dict[str, Any], budgets: Budgets) -> dict[str, dict[str, Any]]:
+    """The logins the servers checked (a password hash each: ``invalid_credentials`` or
+    a yes), over every node: at most one server's per-address budget in the attack's
+    time."""
+    counted, nodes = answered(attacker, (p.ErrorCode.INVALID_CREDENTIALS,), accepted=True)
+    return budget("login_budget", counted, budgets.logins(attacker["attack_s"]), nodes)
+
+
+def guest_budget(attacker: dict[str, Any], budgets: Budgets) -> dict[str, dict[str, Any]]:
+    """The guests the servers gave the one address of the flood's first half, over every
+    node: at most one server's per-address budget in the attack's time."""
+    counted, nodes = answered(attacker["one_address"], (), accepted=True)
+    return budget("guest_budget", counted, budgets.guests(attacker["attack_s"]), nodes)
+
+
+BUDGET_TARGETS: dict[str, Callable[[dict[str, Any], Budgets], dict[str, dict[str, Any]]]] = {
+    "lockout": lockout_budget,
+    "login-flood": login_budget,
+    "guest-flood": guest_budget,
+}
+"""The attacks whose budgets must hold across nodes: one budget, however many nodes."""
 
 
 def p99(values: list[float]) -> float | None:
@@ -213,7 +285,8 @@ def bad_hello_closed(attacker: dict[str, Any]) -> dict[str, Any]:
 
 def human(result: dict[str, Any]) -> str:
     """The figures of one attack as a few aligned lines."""
-    lines = [f"== {result['attack']} ({result['seconds']} s; "
+    on = f"{result['nodes']} nodes, " if result.get("nodes", 1) > 1 else ""
+    lines = [f"== {result['attack']} ({on}{result['seconds']} s; "
              f"{'PASS' if not result['failed'] else 'FAIL: ' + ', '.join(result['failed'])})"]
     can = result["canaries"]
     lines.append(f"  {'canary':<8} {'phase':<7} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} "
@@ -230,12 +303,22 @@ def human(result: dict[str, Any]) -> str:
         lines.append(f"  owner login: {json.dumps(result['owner_login'])}")
     if result.get("bot"):
         lines.append(f"  bot: {json.dumps(result['bot'])}")
+    if can.get("healthz_by_node"):
+        lines.append(f"  /healthz by node: {json.dumps(can['healthz_by_node'])}")
     srv = result["server"]
-    lines.append(f"  server RSS MiB before/peak/after: {srv['rss_mb']['before']} / "
+    for index, node in enumerate(srv.get("nodes", [])):
+        lines.append(f"  node {index}: RSS MiB before/peak/after {node['rss_mb']['before']} / "
+                     f"{node['rss_mb']['peak']} / {node['rss_mb']['after']}; open files "
+                     f"before/peak/after {node['open_files_before']} / "
+                     f"{node['open_files_peak']} / {node['open_files_after']}; clients' "
+                     f"connections before/after {node['connections_before']} / "
+                     f"{node['connections_after']}; CPU {node['cpu_s_during_attack']} s")
+    worst = " (the worst node's)" if srv.get("nodes") else ""
+    lines.append(f"  server RSS MiB{worst} before/peak/after: {srv['rss_mb']['before']} / "
                  f"{srv['rss_mb']['peak']} / {srv['rss_mb']['after']}; open files peak "
                  f"{srv['open_files_peak']} of {result.get('server_open_files_limit')} "
                  f"(before {srv.get('open_files_before')}, after {srv.get('open_files_after')}; "
-                 f"closed server-side in {srv.get('drain_s')} s); "
+                 f"clients' connections closed server-side in {srv.get('drain_s')} s); "
                  f"log +{srv['log_bytes_added']} bytes; CPU during the attack "
                  f"{srv['cpu_s_during_attack']} s (attacker {result['attacker'].get('cpu_s')} "
                  f"s); load average {result.get('load_average')}")
@@ -257,8 +340,12 @@ def run_one(name: str, opts: argparse.Namespace, workdir: Path) -> dict[str, Any
     from .run import siege
 
     t0 = time.monotonic()
+    budgets = Budgets(lockout_after=opts.lockout_after, login_burst=opts.login_burst,
+                      guest_burst=opts.guest_burst)
+    cluster = {"db_url": opts.db or DEFAULT_DB, "redis_url": opts.cluster}
     result = asyncio.run(siege(name, params_for(name, opts), workdir / name,
-                               quiet_s=opts.quiet, settle_s=opts.settle))
+                               quiet_s=opts.quiet, settle_s=opts.settle, nodes=opts.nodes,
+                               budgets=budgets, **cluster))
     result["targets"] = targets(name, result, opts.move_p99_ms)
     result["failed"] = [t for t, v in result["targets"].items() if not v["ok"]]
     result["seconds"] = round(time.monotonic() - t0, 1)
@@ -290,6 +377,30 @@ def parser() -> argparse.ArgumentParser:
                          "removed)")
     ap.add_argument("--move-p99-ms", type=float, default=MOVE_P99_MS,
                     help="the move canary's p99 target (default: %(default)s)")
+    where = ap.add_argument_group("a cluster")
+    where.add_argument(
+        "--nodes", type=int, default=1,
+        help="run each attack against a fresh cluster of this many nodes on PostgreSQL and "
+             "Redis, its connections spread over them and the canaries on different nodes "
+             "(default: %(default)s, one process on SQLite)")
+    where.add_argument("--db", default=None, metavar="PG_URL",
+                       help="with --nodes: the PostgreSQL server (a schema of each attack's "
+                            f"own is made and dropped; default: {DEFAULT_DB})")
+    where.add_argument("--cluster", default=None, metavar="REDIS_URL",
+                       help="with --nodes: the Redis to use (a cluster name of each attack's "
+                            "own, deleted after); default: a private redis-server on a free "
+                            "port if installed")
+    budgets = ap.add_argument_group(
+        "the servers' budgets", "given to every server started (the server's defaults "
+        "unless set), and held against what the servers answered")
+    defaults = Budgets()
+    budgets.add_argument("--lockout-after", type=int, default=defaults.lockout_after,
+                         help="wrong passwords from one address before it is locked out of "
+                              "the account (default: %(default)s)")
+    budgets.add_argument("--login-burst", type=int, default=defaults.login_burst,
+                         help="logins one address may make at once (default: %(default)s)")
+    budgets.add_argument("--guest-burst", type=int, default=defaults.guest_burst,
+                         help="guests one address may make at once (default: %(default)s)")
     size = ap.add_argument_group("attack sizes")
     size.add_argument("--wrong-passwords", type=int, default=24,
                       help="lockout: wrong passwords sent at once (default: %(default)s)")
@@ -306,7 +417,8 @@ def parser() -> argparse.ArgumentParser:
                       help="idle-connections: websockets that never say hello "
                            "(default: %(default)s)")
     size.add_argument("--fd-connections", type=int, default=21000,
-                      help="fd-exhaustion: connections to try (default: %(default)s, above "
+                      help="fd-exhaustion: connections to try on each node (default: "
+                           "%(default)s, above "
                            "a 20,000 open-files limit)")
     size.add_argument("--per-address", type=int, default=50,
                       help="fd-exhaustion, connection-wave: connections per source address "
@@ -365,7 +477,16 @@ def attack_names(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    opts = parser().parse_args(argv)
+    ap = parser()
+    opts = ap.parse_args(argv)
+    if opts.nodes < 1:
+        ap.error(f"--nodes {opts.nodes}: give 1 (one process) or more")
+    if opts.nodes == 1 and (opts.db is not None or opts.cluster is not None):
+        ap.error("--db and --cluster are a cluster's: give --nodes N (2 or more) with them "
+                 "(one process runs on a fresh SQLite file)")
+    if opts.db is not None and opts.db.partition(":")[0].partition("+")[0] != "postgresql":
+        ap.error(f"--db {opts.db!r} is not a PostgreSQL URL: use "
+                 "postgresql+asyncpg://USER@HOST/DB")
     names = opts.attack
     results = []
     kept = contextlib.nullcontext(str(opts.workdir)) if opts.workdir else None

@@ -77,6 +77,13 @@ class Tally:
         return {"accepted": self.accepted, "refused": dict(self.refused),
                 "closed": dict(self.closed), "failed": dict(self.failed), **self.extra}
 
+    def add(self, other: Tally) -> None:
+        """Count ``other``'s answers here too (its ``extra`` is not merged)."""
+        self.accepted += other.accepted
+        self.refused.update(other.refused)
+        self.closed.update(other.closed)
+        self.failed.update(other.failed)
+
 
 class RawSocket:
     """One TCP connection to the server driven by hand."""

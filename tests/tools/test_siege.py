@@ -17,17 +17,24 @@ attack's server directory (``--workdir``), and the tests read what the server st
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import engine
+from clients.localserver import LocalServer
 from clients.siege.attacks import ATTACKS, bad_hellos
+from clients.siege.raw import ATTACKER, RawSocket
+from clients.siege.run import Process
 from server.storage import sqlite_url
 
 # fourteen attacks, each with a server, canaries and attacker processes of its own: minutes on
@@ -395,3 +402,88 @@ def test_a_missed_target_exits_1_and_is_named(short_run: ShortRuns, index: int) 
     for r in results.values():
         assert "move_p99" in r["failed"]
         assert r["targets"]["move_p99"]["limit_ms"] == 0
+
+
+CLUSTER_SHORT = ["--seconds", "2", "--quiet", "0.5", "--settle", "0.5", "--wrong-passwords", "12",
+                 "--login-flooders", "4", "--guest-flooders", "4", "--login-burst", "8",
+                 "--guest-burst", "5"]
+BUDGETED = {"lockout": "lockout_budget", "login-flood": "login_budget",
+            "guest-flood": "guest_budget"}
+
+
+def test_siege_on_three_nodes_holds_each_budget_across_them() -> None:
+    """``--nodes 3``: three attacks on budgets, each against a cluster of its own, its
+    connections spread over the nodes. From what the servers answered: every node
+    answered some of it, each budget was reached and held as one (spread over three nodes
+    a per-node budget would let through up to three times as much: 12 wrong passwords
+    split 4 a node lock no node at 5, and three login or guest bursts of 8 or 5); nothing
+    acknowledged to the move canary, whose players sit on two other nodes, is missing from
+    PostgreSQL; every node's ``/healthz`` and both canaries answered throughout; the owner
+    got in. Skipped without PostgreSQL and Redis."""
+    db_url = os.environ.get("TESSERA_TEST_PG_URL")
+    redis_url = os.environ.get("TESSERA_TEST_REDIS_URL")
+    if not db_url or not redis_url:
+        pytest.skip("siege --nodes skipped: TESSERA_TEST_PG_URL and TESSERA_TEST_REDIS_URL "
+                    "are needed")
+    private = [] if shutil.which("redis-server") else ["--cluster", redis_url]
+    _, out = siege("--attack", ",".join(BUDGETED), "--nodes", "3", "--db", db_url, *private,
+                   *CLUSTER_SHORT)
+    results = {r["attack"]: r for r in out["attacks"]}
+    assert list(results) == list(BUDGETED)
+    for name, r in results.items():
+        assert r["nodes"] == 3 and len(r["server"]["nodes"]) == 3, name
+        verdict = r["targets"][BUDGETED[name]]
+        assert verdict["ok"], (name, verdict, r["attacker"])
+        assert len(verdict["by_node"]) == 3, verdict
+        spread = r["attacker"]["one_address" if name == "guest-flood" else "by_node"]
+        by_node = spread["by_node"] if name == "guest-flood" else spread
+        assert all(sum(n["refused"].values()) + n["accepted"] > 0 for n in by_node), by_node
+        for target in ("no_canary_disconnect", "healthz", "no_move_lost"):
+            assert r["targets"][target]["ok"], (name, target, r["targets"][target])
+        assert r["canaries"]["move"]["acknowledged"] > 0 and r["rows_added"]["moves"] > 0
+        assert r["canaries"]["move"]["attack"]["n"] > 0 and r["canaries"]["ping"]["attack"]["n"] > 0
+        assert all(node["answered"] > 0 and node["failures"] == 0
+                   for node in r["canaries"]["healthz_by_node"]), r["canaries"]
+        assert r["owner_login"]["during"]["ok"], r["owner_login"]
+        assert r["server"]["drain_s"] is not None  # every node closed the attack's connections
+    lockout = results["lockout"]
+    assert lockout["targets"]["lockout_budget"]["counted"] == 5  # the lock, once for all
+    assert lockout["attacker"]["refused"].get("locked_out", 0) > 0
+    assert lockout["owner_login"]["after"]["ok"], lockout["owner_login"]
+    flood = results["login-flood"]
+    assert flood["attacker"]["accepted"] == 0
+    assert flood["targets"]["login_budget"]["counted"] > 0
+    assert flood["attacker"]["refused"].get("rate_limited", 0) > 0  # refused past the budget
+    guests = results["guest-flood"]["attacker"]["one_address"]
+    assert guests["accepted"] >= 1 and guests["refused"].get("rate_limited", 0) > 0
+
+
+def test_the_siege_counts_the_clients_connections_a_server_holds(tmp_path: Path) -> None:
+    """What the drain waits for: the sockets a real server holds but its own connections
+    out, read from /proc by inode (not its open files: its database, a cluster node's
+    pooled PostgreSQL and Redis connections), five more while five clients are
+    connected, as many as before once they have reset their connections."""
+    server = LocalServer(tmp_path)
+    server.start()
+    try:
+        assert server.pid is not None
+        proc = Process(server.pid, server.port)
+        before = proc.connections()
+
+        async def five() -> int:
+            socks = [await RawSocket.connect(server.port, ATTACKER) for _ in range(5)]
+            try:
+                for sock in socks:
+                    assert await sock.handshake(server.port) == 101
+                return proc.connections()
+            finally:
+                for sock in socks:
+                    sock.close()
+
+        assert asyncio.run(five()) == before + 5
+        deadline = time.monotonic() + 10
+        while proc.connections() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.connections() == before
+    finally:
+        server.stop()
