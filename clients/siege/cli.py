@@ -146,7 +146,8 @@ def answered(tally: dict[str, Any], codes: tuple[str, ...], accepted: bool = Fal
     """How many of ``tally``'s requests the servers answered with one of ``codes`` (and,
     ``accepted``, with a yes), over every node, and on each node if it was spread."""
     def count(t: dict[str, Any]) -> int:
-        return (t["accepted"] if accepted else 0) + sum(t["refused"].get(c, 0) for c in codes)
+        yes: int = t["accepted"] if accepted else 0
+        return yes + sum(int(t["refused"].get(c, 0)) for c in codes)
 
     nodes = tally.get("by_node")
     return count(tally), None if nodes is None else [count(node) for node in nodes]
