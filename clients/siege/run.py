@@ -376,6 +376,8 @@ async def besiege(name: str, params: dict[str, Any], workdir: Path, servers: lis
               "log_bytes_added": servers[i].log.stat().st_size - logs_before[i]},
              lag_summary(lags_before[i], lags_after[i]))
             for i, proc in enumerate(procs)])
+        if bot is not None:  # told to stop while its opponent still plays, as in life
+            out["bot_stop"] = await asyncio.to_thread(bot.stop)
         for c in canaries:
             await c.stop()
         out["canaries"] = {"ping": ping.samples.summary(), "move": move.samples.summary(),
@@ -393,8 +395,8 @@ async def besiege(name: str, params: dict[str, Any], workdir: Path, servers: lis
             sampler.cancel()
         for c in canaries:
             await c.stop()
-        if bot is not None:
-            stopped = await asyncio.to_thread(bot.stop)
+        if bot is not None:  # stopped above, unless the run failed before
+            stopped = out.pop("bot_stop", None) or await asyncio.to_thread(bot.stop)
             out.setdefault("bot", {})["stop"] = stopped
         exits = await asyncio.gather(*(asyncio.to_thread(server.stop) for server in servers))
         out["server_exit"] = exits[0] if len(exits) == 1 else exits
