@@ -540,15 +540,18 @@ async def test_healthz_is_answered_behind_a_burst_of_connections(serve: Serve) -
                     burst.append(sock)
                 t0 = time.monotonic()
                 with socket.create_connection(("127.0.0.1", port), timeout=10) as probe:
+                    # the kernel completes a handshake the accept queue has room for at
+                    # once, however busy the server; a dropped SYN is retried after 1 s
+                    connected = time.monotonic() - t0
                     probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
                                   b"Connection: close\r\n\r\n")
                     head = probe.recv(12)
-                return time.monotonic() - t0, head
+                return connected, head
             finally:
                 for sock in burst:
                     sock.close()
 
         asyncio.get_running_loop().call_soon(time.sleep, stall_s)  # the loop is busy
-        took, head = await asyncio.to_thread(burst_then_probe)
+        connected, head = await asyncio.to_thread(burst_then_probe)
         assert head.startswith(b"HTTP/1.1 200"), head
-        assert took < 0.9, f"/healthz took {took:.2f} s: its SYN was dropped and retried"
+        assert connected < 0.9, f"connecting took {connected:.2f} s: the SYN was dropped"
