@@ -26,6 +26,14 @@ PROC_NET_TCP = Path("/proc/net/tcp")  # Linux: IPv4 sockets, with their queues
 TCP_ESTABLISHED = "01"
 
 
+PORT_TRIES = 3
+IN_USE = "is already in use"  # what the server says of a port it cannot listen on
+
+
+class PortTaken(RuntimeError):
+    """The port was taken by another process before the server could listen on it."""
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as s:
@@ -48,6 +56,7 @@ class LocalServer:
         directory.mkdir(parents=True, exist_ok=True)
         self.db_url = db_url or sqlite_file_url(directory / 'tessera.db')
         self.port = port or free_port()
+        self._port_chosen_here = port is None  # another may be taken if it is gone first
         self.extra_args = list(extra_args)
         self.log_level = log_level
         self.log = directory / "server.log"
@@ -64,9 +73,22 @@ class LocalServer:
         return self.proc.pid if self.proc is not None else None
 
     def start(self, timeout: float = START_TIMEOUT_S) -> None:
-        """Start the server (again) and wait until it listens."""
+        """Start the server (again) and wait until it listens. On its first start, a port
+        picked here that another process took meanwhile (a free port is only free when it
+        is asked for) is given up for another; a restart keeps its port."""
+        for _ in range(PORT_TRIES - 1):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                if not self._port_chosen_here or self.starts > 1:
+                    raise
+                self.port = free_port()
+        self._start(timeout)
+
+    def _start(self, timeout: float) -> None:
         self.starts += 1
         ready = self.directory / "ready"
+        log_from = self.log.stat().st_size if self.log.exists() else 0
         ready.unlink(missing_ok=True)
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
@@ -78,6 +100,10 @@ class LocalServer:
         while not (ready.exists() and ready.read_text().strip()):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
+                said = self.log.read_bytes()[log_from:].decode(errors="replace")
+                if IN_USE in said:
+                    self.starts -= 1
+                    raise PortTaken(said)
                 raise RuntimeError(f"the server did not start:\n{self.log_tail()}")
             time.sleep(0.05)
 
