@@ -135,7 +135,6 @@ def reporting_connection(accepted: Callable[[ServerConnection], None],
 
     class Reported(ServerConnection):
         proxied: str | None = None  # the client a PROXY protocol header named
-        _header: bytearray | None = None  # its bytes so far, until it is whole
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -146,12 +145,32 @@ def reporting_connection(accepted: Callable[[ServerConnection], None],
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
-            if proxy_from is not None:
-                self._header = bytearray()
             accepted(self)
 
+        async def handshake(self, *args: Any, **kwargs: Any) -> None:
+            await super().handshake(*args, **kwargs)
+            forget_handshake(self)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            super().connection_lost(exc)
+            release(self)
+            lost(self)
+
+    if proxy_from is None:
+        return Reported
+
+    class Proxied(Reported):
+        """A connection that begins with a PROXY protocol header (a subclass, so that
+        the other servers' every read is not one call longer)."""
+
+        _header: bytearray | None = None  # its bytes so far, until it is whole
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self._header = bytearray()
+            super().connection_made(transport)
+
         def data_received(self, data: bytes) -> None:
-            if self._header is None:
+            if self._header is None:  # the header is read: frames go on as they come
                 super().data_received(data)
                 return
             assert proxy_from is not None
@@ -173,16 +192,7 @@ def reporting_connection(accepted: Callable[[ServerConnection], None],
             if rest:
                 super().data_received(rest)
 
-        async def handshake(self, *args: Any, **kwargs: Any) -> None:
-            await super().handshake(*args, **kwargs)
-            forget_handshake(self)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            super().connection_lost(exc)
-            release(self)
-            lost(self)
-
-    return Reported
+    return Proxied
 
 
 def keep_alive(ws: Connection, interval: float | None, timeout: float | None) -> None:
